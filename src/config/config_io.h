@@ -1,0 +1,52 @@
+// Config loading: JSON (with // comments) -> RunConfig, --set overrides, derived defaults, validation,
+// and the resolved config back to JSON. Every error is a ConfigError naming the file/flag and JSON path.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace causal {
+
+// A bad config file, key, value or override. what() is one line: "<source>: <json.path>: <problem>".
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(const std::string& source, const std::string& path, const std::string& problem);
+  const std::string& source() const { return source_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string source_;
+  std::string path_;
+};
+
+// How much of the config a command needs: `inspect` needs only the model section.
+enum class ConfigScope { kModel, kRun };
+
+// Reads `path`, applies `overrides` ("dotted.path=value", in order), resolves derived defaults and
+// validates. Nothing about tensors is touched.
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                      ConfigScope scope = ConfigScope::kRun);
+
+// The same from already-loaded text (`source` names it in errors).
+RunConfig parse_config_text(const std::string& text, const std::string& source,
+                            const std::vector<std::string>& overrides = {},
+                            ConfigScope scope = ConfigScope::kRun);
+
+// Applies one "dotted.path=value" override; the value is typed by the field it targets.
+void apply_override(RunConfig& config, const std::string& assignment);
+
+// Fills values whose default depends on others (n_kv_heads 0, ffn_hidden 0).
+void resolve(RunConfig& config);
+
+// Throws ConfigError for the first invalid value (divisibility, ranges, lengths, vocabularies).
+void validate(const RunConfig& config, const std::string& source, ConfigScope scope = ConfigScope::kRun);
+
+// Resolved config as JSON: every field, defaults included. Parsing it back gives the same config.
+nlohmann::json config_to_json(const RunConfig& config);
+std::string config_to_string(const RunConfig& config);  // pretty-printed, 2-space indent
+
+}  // namespace causal

@@ -1,0 +1,60 @@
+// Enumerated config values and their JSON spellings (one table per enum, used for parsing and printing).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace causal {
+
+enum class FfnKind { kGelu, kSwiglu };
+enum class NormKind { kLayerNorm, kRmsNorm };
+enum class PositionKind { kNone, kLearned, kRope };
+enum class RopePairing { kInterleaved, kHalves };
+enum class RopeScaling { kNone, kLinear };
+enum class AttentionKind { kReference, kSdpa };
+enum class DataKind { kRetrieval, kText };
+enum class EvidencePosition { kUniform, kFixed };
+enum class TextLayout { kPacked, kPadded };
+enum class ScheduleKind { kConstant, kLinear, kCosine, kWsd };
+enum class NonfiniteAction { kAbort, kSkip };
+
+template <class E>
+using EnumTable = std::vector<std::pair<E, const char*>>;
+
+// Specialised below for every config enum; the order is the order shown in "expected one of" hints.
+template <class E>
+const EnumTable<E>& enum_table();
+
+#define CAUSAL_ENUM_TABLE(E, ...)                  \
+  template <>                                      \
+  inline const EnumTable<E>& enum_table<E>() {     \
+    static const EnumTable<E> table{__VA_ARGS__};  \
+    return table;                                  \
+  }
+
+CAUSAL_ENUM_TABLE(FfnKind, {FfnKind::kGelu, "gelu"}, {FfnKind::kSwiglu, "swiglu"})
+CAUSAL_ENUM_TABLE(NormKind, {NormKind::kLayerNorm, "layernorm"}, {NormKind::kRmsNorm, "rmsnorm"})
+CAUSAL_ENUM_TABLE(PositionKind, {PositionKind::kNone, "none"}, {PositionKind::kLearned, "learned"},
+                  {PositionKind::kRope, "rope"})
+CAUSAL_ENUM_TABLE(RopePairing, {RopePairing::kInterleaved, "interleaved"}, {RopePairing::kHalves, "halves"})
+CAUSAL_ENUM_TABLE(RopeScaling, {RopeScaling::kNone, "none"}, {RopeScaling::kLinear, "linear"})
+CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {AttentionKind::kSdpa, "sdpa"})
+CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
+CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"}, {EvidencePosition::kFixed, "fixed"})
+CAUSAL_ENUM_TABLE(TextLayout, {TextLayout::kPacked, "packed"}, {TextLayout::kPadded, "padded"})
+CAUSAL_ENUM_TABLE(ScheduleKind, {ScheduleKind::kConstant, "constant"}, {ScheduleKind::kLinear, "linear"},
+                  {ScheduleKind::kCosine, "cosine"}, {ScheduleKind::kWsd, "wsd"})
+CAUSAL_ENUM_TABLE(NonfiniteAction, {NonfiniteAction::kAbort, "abort"}, {NonfiniteAction::kSkip, "skip"})
+
+#undef CAUSAL_ENUM_TABLE
+
+template <class E>
+std::string to_string(E value) {
+  for (const auto& [v, name] : enum_table<E>()) {
+    if (v == value) return name;
+  }
+  return "?";
+}
+
+}  // namespace causal

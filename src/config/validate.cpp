@@ -1,0 +1,313 @@
+// Derived defaults (resolve) and every value check (validate), run before any tensor exists.
+#include <cctype>
+#include <cmath>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "config/config_io.h"
+#include "config/json_fields.h"
+
+namespace causal {
+namespace {
+
+using json_fields::format_number;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Throws ConfigError naming the source and JSON path; one helper per kind of range.
+class Checker {
+ public:
+  explicit Checker(const std::string& source) : source_(source) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& problem) const {
+    throw ConfigError(source_, path, problem);
+  }
+
+  void at_least(const std::string& path, int64_t value, int64_t min, const std::string& note = "") const {
+    if (value < min) fail(path, "must be >= " + str(min) + note + ", got " + str(value));
+  }
+
+  void positive(const std::string& path, double value) const {
+    if (!(std::isfinite(value) && value > 0))
+      fail(path, "must be > 0 and finite, got " + format_number(value));
+  }
+
+  void non_negative(const std::string& path, double value) const {
+    if (!(std::isfinite(value) && value >= 0))
+      fail(path, "must be >= 0 and finite, got " + format_number(value));
+  }
+
+  void greater_than(const std::string& path, double value, double min) const {
+    if (!(std::isfinite(value) && value > min)) {
+      fail(path, "must be > " + format_number(min) + " and finite, got " + format_number(value));
+    }
+  }
+
+  // In [lo, hi) / [lo, hi] / (lo, hi] as the flags say; NaN fails every comparison.
+  void in_range(const std::string& path, double value, double lo, bool lo_closed, double hi,
+                bool hi_closed) const {
+    const bool ok = (lo_closed ? value >= lo : value > lo) && (hi_closed ? value <= hi : value < hi);
+    if (!ok) {
+      fail(path, "must be in " + std::string(lo_closed ? "[" : "(") + format_number(lo) + ", " +
+                     format_number(hi) + (hi_closed ? "]" : ")") + ", got " + format_number(value));
+    }
+  }
+
+ private:
+  const std::string& source_;
+};
+
+// Divisors of n closest to `near` (one below and one above when they exist), as a hint.
+std::string nearby_divisors(int64_t n, int64_t near) {
+  int64_t below = 0, above = 0;
+  for (int64_t d = near - 1; d >= 1 && below == 0; --d) {
+    if (n % d == 0) below = d;
+  }
+  for (int64_t d = near + 1; d <= n && d <= 2 * near + 16 && above == 0; ++d) {
+    if (n % d == 0) above = d;
+  }
+  std::string out;
+  if (below > 0) out += str(below);
+  if (above > 0) out += (out.empty() ? "" : " or ") + str(above);
+  return out;
+}
+
+bool valid_field_name(const std::string& name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+void validate_top_level(const RunConfig& c, const Checker& check) {
+  // The name becomes a folder under runs/: a separator or dot-name would place the run elsewhere.
+  if (c.name.empty() || c.name == "." || c.name == ".." || c.name.find_first_of("/\\") != std::string::npos) {
+    check.fail("name",
+               "must be a folder name without '/' (the run goes to runs/<name>), got \"" + c.name + "\"");
+  }
+  check.at_least("seed", c.seed, 0);
+  static const std::regex device_pattern("cpu|cuda|cuda:[0-9]+");
+  if (!std::regex_match(c.device, device_pattern)) {
+    check.fail("device", "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + c.device + "\"");
+  }
+  check.at_least("threads", c.threads, 0, " (0 = all cores)");
+}
+
+void validate_model(const ModelConfig& m, const Checker& check) {
+  if (m.inputs.empty()) check.fail("model.inputs", "needs at least one input field, got none");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+    const std::string path = "model.inputs[" + std::to_string(i) + "]";
+    // The name is part of a parameter name ("embed.<name>.weight"): module names cannot hold '.'.
+    if (!valid_field_name(m.inputs[i].name)) {
+      check.fail(path + ".name",
+                 "must be non-empty letters, digits or '_', got \"" + m.inputs[i].name + "\"");
+    }
+    if (!names.insert(m.inputs[i].name).second) {
+      check.fail(path + ".name", "duplicates another input field's name \"" + m.inputs[i].name + "\"");
+    }
+    check.at_least(path + ".vocab", m.inputs[i].vocab, 1);
+  }
+  check.at_least("model.output_vocab", m.output_vocab, 1);
+  check.at_least("model.d_model", m.d_model, 1);
+  check.at_least("model.n_layers", m.n_layers, 1);
+  check.at_least("model.n_heads", m.n_heads, 1);
+  check.at_least("model.n_kv_heads", m.n_kv_heads, 0, " (0 = n_heads)");
+  check.at_least("model.ffn_hidden", m.ffn_hidden, 0, " (0 = the ffn's default width)");
+  check.at_least("model.ffn_multiple_of", m.ffn_multiple_of, 1);
+  check.positive("model.norm_eps", m.norm_eps);
+  check.at_least("model.max_seq_len", m.max_seq_len, 1);
+  check.greater_than("model.rope.theta", m.rope.theta, 1.0);
+  check.positive("model.rope.factor", m.rope.factor);
+  check.in_range("model.dropout", m.dropout, 0.0, true, 1.0, false);
+  check.positive("model.init_std", m.init_std);
+
+  if (m.d_model % m.n_heads != 0) {
+    const std::string hint = nearby_divisors(m.d_model, m.n_heads);
+    check.fail("model.n_heads", "model.d_model " + str(m.d_model) + " must be divisible by model.n_heads " +
+                                    str(m.n_heads) + " (head dim = d_model / n_heads)" +
+                                    (hint.empty() ? "" : "; n_heads that divide it: " + hint));
+  }
+  const int64_t kv_heads = m.n_kv_heads == 0 ? m.n_heads : m.n_kv_heads;
+  if (kv_heads > m.n_heads) {
+    check.fail("model.n_kv_heads", "must be <= model.n_heads " + str(m.n_heads) + ", got " + str(kv_heads));
+  }
+  if (m.n_heads % kv_heads != 0) {
+    const std::string hint = nearby_divisors(m.n_heads, kv_heads);
+    check.fail("model.n_kv_heads", "model.n_heads " + str(m.n_heads) +
+                                       " must be divisible by model.n_kv_heads " + str(kv_heads) +
+                                       " (query heads share KV heads in equal groups)" +
+                                       (hint.empty() ? "" : "; n_kv_heads that divide it: " + hint));
+  }
+  if (m.position == PositionKind::kRope && m.head_dim() % 2 != 0) {
+    check.fail("model.position",
+               "\"rope\" rotates pairs of dims and needs an even head dim, got model.d_model " +
+                   str(m.d_model) + " / model.n_heads " + str(m.n_heads) + " = " + str(m.head_dim()));
+  }
+  if (m.tie_embeddings) {
+    int64_t matching = 0;
+    std::string vocabs;
+    for (const InputField& f : m.inputs) {
+      matching += f.vocab == m.output_vocab ? 1 : 0;
+      vocabs += (vocabs.empty() ? "" : ", ") + f.name + " " + str(f.vocab);
+    }
+    if (matching != 1) {
+      check.fail("model.tie_embeddings",
+                 "needs exactly one input field whose vocab equals model.output_vocab " +
+                     str(m.output_vocab) + " (the head reuses it), found " + str(matching) +
+                     " among inputs (" + vocabs + ")");
+    }
+  }
+}
+
+void validate_retrieval(const RunConfig& c, const Checker& check) {
+  const DataConfig& d = c.data;
+  const ModelConfig& m = c.model;
+  check.at_least("data.key_count", d.key_count, 1);
+  check.at_least("data.value_count", d.value_count, 1);
+  check.at_least("data.pairs", d.pairs, 1);
+  check.at_least("data.distractors", d.distractors, 0);
+  check.at_least("data.train_examples", d.train_examples, 1);
+  check.at_least("data.test_examples", d.test_examples, 1);
+  check.at_least("data.seed", d.seed, 0);
+  check.at_least("data.evidence_index", d.evidence_index, 0);
+  // Context keys within one example are distinct, so they cannot outnumber the keys.
+  const int64_t max_pairs = d.key_count - d.distractors;
+  if (d.pairs > max_pairs) {
+    check.fail("data.pairs", "must be <= data.key_count - data.distractors = " + str(d.key_count) + " - " +
+                                 str(d.distractors) + " = " + str(max_pairs) +
+                                 " (context keys are distinct), got " + str(d.pairs));
+  }
+  std::vector<std::pair<std::string, int64_t>> lengths = {{"data.pairs", d.pairs}};
+  for (std::size_t i = 0; i < d.eval_pairs.size(); ++i) {
+    const std::string path = "data.eval_pairs[" + std::to_string(i) + "]";
+    check.at_least(path, d.eval_pairs[i], 1);
+    if (d.eval_pairs[i] > max_pairs) {
+      check.fail(path, "must be <= data.key_count - data.distractors = " + str(max_pairs) +
+                           " (context keys are distinct), got " + str(d.eval_pairs[i]));
+    }
+    lengths.emplace_back(path, d.eval_pairs[i]);
+  }
+  for (const auto& [path, pairs] : lengths) {
+    // Distractor counts vary from 0 per example, so a fixed index must exist in the shortest context.
+    if (d.evidence == EvidencePosition::kFixed && d.evidence_index >= pairs) {
+      check.fail("data.evidence_index", "must be < " + path + " = " + str(pairs) +
+                                            " when evidence is \"fixed\" (examples may have no distractors), got " +
+                                            str(d.evidence_index));
+    }
+    const int64_t length = d.distractors + pairs + 1;
+    if (length > m.max_seq_len) {
+      check.fail(path, "sequence length data.distractors + " + path + " + 1 (query) = " + str(d.distractors) +
+                           " + " + str(pairs) + " + 1 = " + str(length) + " exceeds model.max_seq_len " +
+                           str(m.max_seq_len));
+    }
+  }
+
+  // Each record is the sum of a key embedding and a value embedding; the value field also holds the mask.
+  if (m.inputs.size() != 2) {
+    check.fail("model.inputs",
+               "data.kind \"retrieval\" needs exactly 2 input fields (key vocab = key_count " +
+                   str(d.key_count) + ", value vocab = value_count + 1 = " + str(d.value_count + 1) +
+                   " with the mask symbol), got " + str(m.inputs.size()));
+  }
+  if (m.inputs[0].vocab != d.key_count) {
+    check.fail("model.inputs[0].vocab", "must equal data.key_count " + str(d.key_count) +
+                                            " for data.kind \"retrieval\", got " + str(m.inputs[0].vocab));
+  }
+  if (m.inputs[1].vocab != d.value_count + 1) {
+    check.fail("model.inputs[1].vocab",
+               "must equal data.value_count + 1 = " + str(d.value_count + 1) +
+                   " (values plus the mask symbol) for data.kind \"retrieval\", got " +
+                   str(m.inputs[1].vocab));
+  }
+  if (m.output_vocab != d.value_count) {
+    check.fail("model.output_vocab", "must equal data.value_count " + str(d.value_count) +
+                                         " (the answer is a value) for data.kind \"retrieval\", got " +
+                                         str(m.output_vocab));
+  }
+}
+
+void validate_text(const RunConfig& c, const Checker& check) {
+  const DataConfig& d = c.data;
+  const ModelConfig& m = c.model;
+  // Whether the files exist and match the vocab is the data layer's check; an empty path is a config slip.
+  if (d.train.empty()) check.fail("data.train", "must name the training token file (.tok), got \"\"");
+  if (d.val.empty()) check.fail("data.val", "must name the validation token file (.tok), got \"\"");
+  check.at_least("data.seq_len", d.seq_len, 1);
+  if (d.seq_len > m.max_seq_len) {
+    check.fail("data.seq_len",
+               "must be <= model.max_seq_len " + str(m.max_seq_len) + ", got " + str(d.seq_len));
+  }
+  if (m.inputs.size() != 1) {
+    check.fail("model.inputs",
+               "data.kind \"text\" needs exactly 1 input field (the token), got " + str(m.inputs.size()));
+  }
+  if (m.output_vocab != m.inputs[0].vocab) {
+    check.fail("model.output_vocab", "must equal model.inputs[0].vocab " + str(m.inputs[0].vocab) +
+                                         " (text predicts the next token) for data.kind \"text\", got " +
+                                         str(m.output_vocab));
+  }
+}
+
+void validate_train(const TrainConfig& t, const Checker& check) {
+  check.at_least("train.steps", t.steps, 1);
+  check.at_least("train.batch_size", t.batch_size, 1);
+  check.at_least("train.grad_accum", t.grad_accum, 1);
+  // No upper bound on lr: a diverging run is the health checks' job, not the config's.
+  check.positive("train.optimizer.lr", t.optimizer.lr);
+  if (t.optimizer.betas.size() != 2) {
+    check.fail("train.optimizer.betas",
+               "expected 2 values [beta1, beta2], got " + str(t.optimizer.betas.size()));
+  }
+  check.in_range("train.optimizer.betas[0]", t.optimizer.betas[0], 0.0, true, 1.0, false);
+  check.in_range("train.optimizer.betas[1]", t.optimizer.betas[1], 0.0, true, 1.0, false);
+  check.positive("train.optimizer.eps", t.optimizer.eps);
+  check.non_negative("train.optimizer.weight_decay", t.optimizer.weight_decay);
+  check.at_least("train.schedule.warmup_steps", t.schedule.warmup_steps, 0);
+  if (t.schedule.warmup_steps >= t.steps) {
+    check.fail("train.schedule.warmup_steps",
+               "must be < train.steps " + str(t.steps) + ", got " + str(t.schedule.warmup_steps));
+  }
+  check.in_range("train.schedule.min_lr_ratio", t.schedule.min_lr_ratio, 0.0, true, 1.0, true);
+  check.in_range("train.schedule.decay_fraction", t.schedule.decay_fraction, 0.0, false, 1.0, true);
+  check.non_negative("train.grad_clip", t.grad_clip);
+  check.at_least("train.log_every", t.log_every, 1);
+  check.at_least("train.eval_every", t.eval_every, 0, " (0 = only at the end)");
+  check.at_least("train.checkpoint_every", t.checkpoint_every, 0, " (0 = only at the end)");
+  // Two kept checkpoints mean a crash while writing the newest still leaves a complete one.
+  check.at_least("train.keep_checkpoints", t.keep_checkpoints, 2);
+}
+
+}  // namespace
+
+void resolve(RunConfig& config) {
+  ModelConfig& m = config.model;
+  if (m.n_kv_heads == 0) m.n_kv_heads = m.n_heads;
+  // Left at 0 when d_model or ffn_multiple_of is invalid, so validate reports the real cause.
+  if (m.ffn_hidden == 0 && m.d_model >= 1 && m.ffn_multiple_of >= 1) {
+    if (m.ffn == FfnKind::kGelu) {
+      m.ffn_hidden = 4 * m.d_model;
+    } else {
+      // ceil((2/3 * 4d) / multiple) * multiple, in integers: three matrices at the parameter cost of two.
+      const int64_t step = m.ffn_multiple_of;
+      m.ffn_hidden = (8 * m.d_model + 3 * step - 1) / (3 * step) * step;
+    }
+  }
+}
+
+void validate(const RunConfig& config, const std::string& source, ConfigScope scope) {
+  const Checker check(source);
+  validate_top_level(config, check);
+  validate_model(config.model, check);
+  if (scope == ConfigScope::kModel) return;
+  if (config.data.kind == DataKind::kRetrieval) {
+    validate_retrieval(config, check);
+  } else {
+    validate_text(config, check);
+  }
+  validate_train(config.train, check);
+}
+
+}  // namespace causal

@@ -1,0 +1,23 @@
+// Training batches for the retrieval task: rows drawn uniformly with replacement, as in the seed lab.
+#pragma once
+
+#include <ATen/core/Generator.h>
+
+#include "data/batch_source.h"
+#include "data/retrieval_task.h"
+
+namespace causal {
+
+class RetrievalSampler : public BatchSource {
+ public:
+  // `split` must outlive the sampler; `seed` drives only the row draws.
+  RetrievalSampler(const RetrievalSplit& split, int64_t batch_size, uint64_t seed);
+  Batch next() override;
+
+ private:
+  const RetrievalSplit& split_;
+  int64_t batch_size_;
+  at::Generator generator_;
+};
+
+}  // namespace causal

@@ -1,0 +1,482 @@
+// Token file reading (mmap + validation) and atomic writing.
+#include "data/token_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <utility>
+
+#include "data/data_error.h"
+
+namespace causal {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "token files are little-endian and read in place: a big-endian host needs byte swapping here");
+
+constexpr char kMagic[8] = {'C', 'A', 'U', 'S', 'L', 'T', 'O', 'K'};
+// Byte offsets of the header fields (docs/data.md has the table).
+constexpr size_t kOffMagic = 0, kOffVersion = 8, kOffWidth = 12, kOffVocab = 16, kOffTokens = 24,
+                 kOffDocuments = 32, kOffBos = 40, kOffEos = 48, kOffPad = 56, kOffName = 64,
+                 kOffReserved = 96;
+
+std::string where(const std::string& path) { return "[token file] " + path + ": "; }
+
+std::string errno_text() { return std::strerror(errno); }
+
+template <class T>
+T load(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <class T>
+void store(unsigned char* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+uint64_t offsets_begin(const TokenFileHeader& h) {
+  return align8(kTokenFileHeaderBytes + static_cast<uint64_t>(h.token_count) * dtype_bytes(h.dtype));
+}
+
+std::string dtype_list() { return "2 (u16) or 4 (u32)"; }
+
+// Header checks shared by the reader and the writer: what a header must satisfy on its own.
+void check_tokenizer_fields(const TokenizerInfo& t, TokenDtype dtype, const std::string& path) {
+  if (t.name.empty() || t.name.size() > kMaxTokenizerName) {
+    throw DataError(where(path) + "corrupt header: tokenizer name must be 1.." +
+                    std::to_string(kMaxTokenizerName) + " bytes, got " + std::to_string(t.name.size()));
+  }
+  for (char c : t.name) {
+    if (c < 0x21 || c > 0x7e)
+      throw DataError(where(path) + "corrupt header: tokenizer name is not printable ASCII");
+  }
+  const int64_t max_vocab = dtype == TokenDtype::kU16 ? (int64_t{1} << 16) : (int64_t{1} << 32);
+  if (t.vocab_size < 1 || t.vocab_size > max_vocab) {
+    throw DataError(where(path) + "corrupt header: vocab size " + std::to_string(t.vocab_size) +
+                    " out of range 1.." + std::to_string(max_vocab) + " for " + to_string(dtype) + " ids");
+  }
+  const std::initializer_list<std::pair<const char*, int64_t>> specials = {
+      {"bos", t.bos_id}, {"eos", t.eos_id}, {"pad", t.pad_id}};
+  for (const auto& [name, id] : specials) {
+    if (id < 0 || id >= t.vocab_size) {
+      throw DataError(where(path) + "corrupt header: " + name + " id " + std::to_string(id) +
+                      " >= vocab size " + std::to_string(t.vocab_size));
+    }
+  }
+}
+
+// Parses the first kTokenFileHeaderBytes of a file of `file_size` bytes and checks that the counts it
+// declares account for exactly that many bytes.
+TokenFileHeader parse_header(const unsigned char* p, uint64_t file_size, const std::string& path) {
+  if (file_size == 0) {
+    throw DataError(where(path) +
+                    "empty file (0 bytes); expected a token file written by `causal data encode`");
+  }
+  if (file_size < kTokenFileHeaderBytes) {
+    throw DataError(where(path) + "truncated header: file has " + std::to_string(file_size) +
+                    " bytes, the header needs " + std::to_string(kTokenFileHeaderBytes));
+  }
+  if (std::memcmp(p + kOffMagic, kMagic, sizeof(kMagic)) != 0) {
+    throw DataError(where(path) +
+                    "not a causal token file (wrong magic bytes; expected \"CAUSLTOK\"); write one with " +
+                    "`causal data encode`");
+  }
+  TokenFileHeader h;
+  h.version = load<uint32_t>(p + kOffVersion);
+  if (h.version != kTokenFileVersion) {
+    throw DataError(where(path) + "format version " + std::to_string(h.version) +
+                    " not supported (this build reads " + "version " + std::to_string(kTokenFileVersion) +
+                    "); re-encode the text");
+  }
+  const uint32_t width = load<uint32_t>(p + kOffWidth);
+  if (width != 2 && width != 4) {
+    throw DataError(where(path) + "corrupt header: token width " + std::to_string(width) +
+                    " bytes (expected " + dtype_list() + ")");
+  }
+  h.dtype = width == 2 ? TokenDtype::kU16 : TokenDtype::kU32;
+  // Counts are bounded by the file size before any arithmetic, so nothing below can overflow.
+  const uint64_t vocab = load<uint64_t>(p + kOffVocab), tokens = load<uint64_t>(p + kOffTokens),
+                 documents = load<uint64_t>(p + kOffDocuments);
+  const uint64_t bos = load<uint64_t>(p + kOffBos), eos = load<uint64_t>(p + kOffEos),
+                 pad = load<uint64_t>(p + kOffPad);
+  if (tokens > file_size / width || documents > file_size / 8) {
+    throw DataError(where(path) + "file length " + std::to_string(file_size) +
+                    " bytes is too short for the " + std::to_string(tokens) + " tokens and " +
+                    std::to_string(documents) + " documents its header declares: truncated or corrupt");
+  }
+  const uint64_t special_limit = uint64_t{1} << 33;  // far above any valid id; keeps the int64 casts exact
+  if (vocab > special_limit || bos > special_limit || eos > special_limit || pad > special_limit) {
+    throw DataError(where(path) + "corrupt header: vocab size or special id out of range");
+  }
+  h.token_count = static_cast<int64_t>(tokens);
+  h.document_count = static_cast<int64_t>(documents);
+  const char* name = reinterpret_cast<const char*>(p + kOffName);
+  h.tokenizer.name.assign(name, strnlen(name, kMaxTokenizerName));
+  for (size_t i = h.tokenizer.name.size(); i < kMaxTokenizerName; ++i) {
+    if (name[i] != 0) throw DataError(where(path) + "corrupt header: tokenizer name is not NUL-padded");
+  }
+  for (size_t i = kOffReserved; i < kTokenFileHeaderBytes; ++i) {
+    if (p[i] != 0)
+      throw DataError(where(path) + "corrupt header: reserved byte " + std::to_string(i) + " is not zero");
+  }
+  h.tokenizer.vocab_size = static_cast<int64_t>(vocab);
+  h.tokenizer.bos_id = static_cast<int64_t>(bos);
+  h.tokenizer.eos_id = static_cast<int64_t>(eos);
+  h.tokenizer.pad_id = static_cast<int64_t>(pad);
+  check_tokenizer_fields(h.tokenizer, h.dtype, path);
+  if (h.document_count == 0 || h.token_count == 0) {
+    throw DataError(where(path) + "holds no documents (" + std::to_string(h.token_count) + " tokens, " +
+                    std::to_string(h.document_count) + " documents)");
+  }
+  if (static_cast<uint64_t>(h.file_bytes()) != file_size) {
+    throw DataError(where(path) + "file length " + std::to_string(file_size) +
+                    " bytes does not match its header (" + std::to_string(h.token_count) + " " +
+                    to_string(h.dtype) + " tokens and " + std::to_string(h.document_count) +
+                    " documents need " + std::to_string(h.file_bytes()) + " bytes): truncated or corrupt");
+  }
+  return h;
+}
+
+// The body invariants, shared by the reader (over the mapping) and the writer (over its vectors), so the
+// writer can never produce a file the reader rejects. `width` > 0 adds byte offsets to messages (reader).
+template <class TokenAt, class StartAt>
+void check_body(const std::string& path, const TokenizerInfo& tok, int64_t n, int64_t d, TokenAt token_at,
+                StartAt start_at, int64_t width) {
+  auto at_offset = [&](int64_t i) {
+    std::string s = "token offset " + std::to_string(i);
+    if (width > 0) s += " (byte offset " + std::to_string(kTokenFileHeaderBytes + i * width) + ")";
+    return s;
+  };
+  if (start_at(0) != 0) {
+    throw DataError(where(path) + "document offsets must start at 0, first is " +
+                    std::to_string(start_at(0)));
+  }
+  for (int64_t k = 0; k < d; ++k) {
+    const int64_t begin = start_at(k);
+    const int64_t end = k + 1 < d ? start_at(k + 1) : n;
+    if (k + 1 < d && end <= begin) {
+      throw DataError(where(path) + "document offsets not increasing: document " + std::to_string(k + 1) +
+                      " starts at token " + std::to_string(end) + ", document " + std::to_string(k) + " at " +
+                      std::to_string(begin));
+    }
+    if (end > n) {
+      throw DataError(where(path) + "document " + std::to_string(k + 1) + " starts at token " +
+                      std::to_string(end) + ", past the " + std::to_string(n) + " tokens in the file");
+    }
+    if (end - begin < 2) {
+      throw DataError(where(path) + "document " + std::to_string(k) + " at " + at_offset(begin) + " has " +
+                      std::to_string(end - begin) + " token(s); every document holds at least BOS and EOS");
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t id = token_at(i);
+    if (id < 0 || id >= tok.vocab_size) {
+      throw DataError(where(path) + "token id " + std::to_string(id) + " at " + at_offset(i) +
+                      " is out of range for " + "vocab size " + std::to_string(tok.vocab_size) +
+                      " (tokenizer " + tok.name + ")");
+    }
+  }
+  for (int64_t k = 0; k < d; ++k) {
+    const int64_t begin = start_at(k);
+    const int64_t last = (k + 1 < d ? start_at(k + 1) : n) - 1;
+    if (token_at(begin) != tok.bos_id) {
+      throw DataError(where(path) + "document " + std::to_string(k) + " at " + at_offset(begin) +
+                      " starts with id " + std::to_string(token_at(begin)) + ", not BOS " +
+                      std::to_string(tok.bos_id));
+    }
+    if (token_at(last) != tok.eos_id) {
+      throw DataError(where(path) + "document " + std::to_string(k) + " ends at " + at_offset(last) +
+                      " with id " + std::to_string(token_at(last)) + ", not EOS " +
+                      std::to_string(tok.eos_id));
+    }
+  }
+}
+
+// Buffered writes to a file descriptor; every failure becomes a DataError naming the final path.
+class FdWriter {
+ public:
+  FdWriter(int fd, const std::string& path) : fd_(fd), path_(path) { buffer_.reserve(kChunk); }
+  void put(const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    buffer_.insert(buffer_.end(), p, p + n);
+    if (buffer_.size() >= kChunk) flush();
+  }
+  void flush() {
+    size_t done = 0;
+    while (done < buffer_.size()) {
+      const ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) throw DataError(where(path_) + "write failed: " + errno_text());
+      done += static_cast<size_t>(w);
+    }
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr size_t kChunk = size_t{1} << 20;
+  int fd_;
+  const std::string& path_;
+  std::vector<unsigned char> buffer_;
+};
+
+void fsync_directory_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // the rename happened; durability of the directory entry is best effort
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+int64_t dtype_bytes(TokenDtype dtype) { return dtype == TokenDtype::kU16 ? 2 : 4; }
+
+std::string to_string(TokenDtype dtype) { return dtype == TokenDtype::kU16 ? "u16" : "u32"; }
+
+TokenDtype smallest_dtype(int64_t vocab_size) {
+  return vocab_size <= (int64_t{1} << 16) ? TokenDtype::kU16 : TokenDtype::kU32;
+}
+
+int64_t TokenFileHeader::file_bytes() const {
+  return static_cast<int64_t>(offsets_begin(*this) + 8 * static_cast<uint64_t>(document_count));
+}
+
+TokenFileHeader read_token_file_header(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(where(path) + "cannot open: " + errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string err = errno_text();
+    ::close(fd);
+    throw DataError(where(path) + "cannot stat: " + err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw DataError(where(path) + "not a regular file");
+  }
+  unsigned char bytes[kTokenFileHeaderBytes] = {};
+  size_t got = 0;
+  while (got < kTokenFileHeaderBytes && got < static_cast<size_t>(st.st_size)) {
+    const ssize_t r = ::read(fd, bytes + got, kTokenFileHeaderBytes - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  // A short read of a file stat said was long enough is reported as the truncation it amounts to.
+  return parse_header(bytes, got < kTokenFileHeaderBytes ? got : static_cast<uint64_t>(st.st_size), path);
+}
+
+TokenFile::TokenFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(where(path) + "cannot open: " + errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string err = errno_text();
+    ::close(fd);
+    throw DataError(where(path) + "cannot stat: " + err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw DataError(where(path) + "not a regular file");
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    parse_header(nullptr, 0, path);  // throws the empty-file error
+  }
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const std::string map_err = map == MAP_FAILED ? errno_text() : "";
+  ::close(fd);  // the mapping keeps the file alive
+  if (map == MAP_FAILED) throw DataError(where(path) + "mmap failed: " + map_err);
+  map_ = map;
+  map_bytes_ = size;
+  try {
+    const auto* base = static_cast<const unsigned char*>(map_);
+    header_ = parse_header(base, size, path);
+    tokens_ = base + kTokenFileHeaderBytes;
+    offsets_ = base + offsets_begin(header_);
+    check_body(
+        path_, header_.tokenizer, header_.token_count, header_.document_count,
+        [this](int64_t i) { return token(i); },
+        [this](int64_t d) {
+          const uint64_t v = offset_at(d);
+          // Offsets beyond int64 are corrupt; clamping keeps them "past the end" in the message.
+          return v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                     ? std::numeric_limits<int64_t>::max()
+                     : static_cast<int64_t>(v);
+        },
+        dtype_bytes(header_.dtype));
+  } catch (...) {
+    unmap();
+    throw;
+  }
+}
+
+TokenFile::~TokenFile() { unmap(); }
+
+TokenFile::TokenFile(TokenFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      header_(std::move(other.header_)),
+      map_(other.map_),
+      map_bytes_(other.map_bytes_),
+      tokens_(other.tokens_),
+      offsets_(other.offsets_) {
+  other.map_ = nullptr;
+  other.map_bytes_ = 0;
+  other.tokens_ = other.offsets_ = nullptr;
+}
+
+TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
+  if (this != &other) {
+    unmap();
+    path_ = std::move(other.path_);
+    header_ = std::move(other.header_);
+    map_ = other.map_;
+    map_bytes_ = other.map_bytes_;
+    tokens_ = other.tokens_;
+    offsets_ = other.offsets_;
+    other.map_ = nullptr;
+    other.map_bytes_ = 0;
+    other.tokens_ = other.offsets_ = nullptr;
+  }
+  return *this;
+}
+
+void TokenFile::unmap() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+  map_ = nullptr;
+  map_bytes_ = 0;
+}
+
+uint64_t TokenFile::offset_at(int64_t d) const { return load<uint64_t>(offsets_ + 8 * d); }
+
+int64_t TokenFile::document_start(int64_t d) const { return static_cast<int64_t>(offset_at(d)); }
+
+int64_t TokenFile::document_length(int64_t d) const {
+  const int64_t end = d + 1 < header_.document_count ? document_start(d + 1) : header_.token_count;
+  return end - document_start(d);
+}
+
+int64_t TokenFile::token(int64_t i) const {
+  return header_.dtype == TokenDtype::kU16 ? load<uint16_t>(tokens_ + 2 * i)
+                                           : load<uint32_t>(tokens_ + 4 * i);
+}
+
+void TokenFile::read_tokens(int64_t begin, int64_t count, int64_t* out) const {
+  if (header_.dtype == TokenDtype::kU16) {
+    for (int64_t i = 0; i < count; ++i) out[i] = load<uint16_t>(tokens_ + 2 * (begin + i));
+  } else {
+    for (int64_t i = 0; i < count; ++i) out[i] = load<uint32_t>(tokens_ + 4 * (begin + i));
+  }
+}
+
+std::vector<int64_t> TokenFile::document(int64_t d) const {
+  std::vector<int64_t> ids(document_length(d));
+  read_tokens(document_start(d), static_cast<int64_t>(ids.size()), ids.data());
+  return ids;
+}
+
+void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
+                      const std::vector<int64_t>& tokens, const std::vector<int64_t>& document_starts,
+                      std::optional<TokenDtype> dtype) {
+  TokenFileHeader h;
+  h.dtype = dtype.value_or(smallest_dtype(tokenizer.vocab_size));
+  h.token_count = static_cast<int64_t>(tokens.size());
+  h.document_count = static_cast<int64_t>(document_starts.size());
+  h.tokenizer = tokenizer;
+  check_tokenizer_fields(tokenizer, h.dtype, path);
+  if (h.document_count == 0)
+    throw DataError(where(path) + "refusing to write a token file with no documents");
+  check_body(
+      path, tokenizer, h.token_count, h.document_count, [&](int64_t i) { return tokens[i]; },
+      [&](int64_t d) { return document_starts[d]; }, /*width=*/0);
+
+  unsigned char header[kTokenFileHeaderBytes] = {};
+  std::memcpy(header + kOffMagic, kMagic, sizeof(kMagic));
+  store<uint32_t>(header + kOffVersion, h.version);
+  store<uint32_t>(header + kOffWidth, static_cast<uint32_t>(dtype_bytes(h.dtype)));
+  store<uint64_t>(header + kOffVocab, tokenizer.vocab_size);
+  store<uint64_t>(header + kOffTokens, h.token_count);
+  store<uint64_t>(header + kOffDocuments, h.document_count);
+  store<uint64_t>(header + kOffBos, tokenizer.bos_id);
+  store<uint64_t>(header + kOffEos, tokenizer.eos_id);
+  store<uint64_t>(header + kOffPad, tokenizer.pad_id);
+  std::memcpy(header + kOffName, tokenizer.name.data(), tokenizer.name.size());
+
+  // Same directory as the target, so rename() is atomic; the pid keeps concurrent writers apart.
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw DataError(where(path) + "cannot create " + temp + ": " + errno_text());
+  try {
+    FdWriter out(fd, path);
+    out.put(header, sizeof(header));
+    for (int64_t id : tokens) {
+      if (h.dtype == TokenDtype::kU16) {
+        const auto v = static_cast<uint16_t>(id);
+        out.put(&v, sizeof(v));
+      } else {
+        const auto v = static_cast<uint32_t>(id);
+        out.put(&v, sizeof(v));
+      }
+    }
+    const uint64_t written = kTokenFileHeaderBytes + tokens.size() * dtype_bytes(h.dtype);
+    const unsigned char zeros[8] = {};
+    out.put(zeros, align8(written) - written);
+    for (int64_t s : document_starts) {
+      const auto v = static_cast<uint64_t>(s);
+      out.put(&v, sizeof(v));
+    }
+    out.flush();
+    if (::fsync(fd) != 0) throw DataError(where(path) + "fsync failed: " + errno_text());
+    if (::close(fd) != 0) {
+      ::unlink(temp.c_str());
+      throw DataError(where(path) + "close failed: " + errno_text());
+    }
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string err = errno_text();
+    ::unlink(temp.c_str());
+    throw DataError(where(path) + "cannot rename " + temp + " into place: " + err);
+  }
+  fsync_directory_of(path);
+}
+
+void check_same_tokenizer(const TokenizerInfo& found, const std::string& found_where,
+                          const TokenizerInfo& expected, const std::string& expected_where) {
+  if (found == expected) return;
+  throw DataError("[token file] " + found_where + ": tokenizer " + found.describe() + " differs from " +
+                  expected_where + "'s " + expected.describe() + "; encode both with the same tokenizer");
+}
+
+void check_model_vocab(const TokenFileHeader& header, const std::string& path, int64_t input_vocab,
+                       int64_t output_vocab) {
+  const int64_t v = header.tokenizer.vocab_size;
+  if (input_vocab != v) {
+    throw DataError(where(path) + "tokenizer " + header.tokenizer.name + " has vocab size " +
+                    std::to_string(v) + " but model.inputs[0].vocab is " + std::to_string(input_vocab) +
+                    "; set it to " + std::to_string(v));
+  }
+  if (output_vocab != v) {
+    throw DataError(where(path) + "tokenizer " + header.tokenizer.name + " has vocab size " +
+                    std::to_string(v) + " but model.output_vocab is " + std::to_string(output_vocab) +
+                    "; set it to " + std::to_string(v));
+  }
+}
+
+}  // namespace causal

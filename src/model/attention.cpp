@@ -1,0 +1,91 @@
+// Multi-head causal self-attention module (see attention.h).
+#include "model/attention.h"
+
+#include <torch/torch.h>
+
+#include "model/kv_cache.h"
+
+namespace causal {
+
+AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
+  const int64_t d = options_.d_model();
+  const int64_t hq = options_.n_heads();
+  const int64_t hkv = options_.n_kv_heads();
+  TORCH_CHECK(hq > 0 && d % hq == 0, "[attention] expected d_model divisible by n_heads, got d_model=", d,
+              " n_heads=", hq);
+  TORCH_CHECK(hkv > 0 && hq % hkv == 0,
+              "[attention] expected n_heads divisible by n_kv_heads, got n_heads=", hq, " n_kv_heads=", hkv,
+              " (hint: resolve the config so that n_kv_heads 0 becomes n_heads)");
+  const int64_t dk = d / hq;
+  const bool bias = options_.bias();
+  q_proj_ = register_module("q_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hq * dk).bias(bias)));
+  k_proj_ = register_module("k_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hkv * dk).bias(bias)));
+  v_proj_ = register_module("v_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hkv * dk).bias(bias)));
+  if (options_.qk_norm()) {
+    const NormOptions norm = NormOptions(dk).kind(NormKind::kRmsNorm).eps(options_.norm_eps());
+    q_norm_ = register_module("q_norm", Norm(norm));
+    k_norm_ = register_module("k_norm", Norm(norm));
+  }
+  o_proj_ = register_module("o_proj", torch::nn::Linear(torch::nn::LinearOptions(hq * dk, d).bias(bias)));
+  reset_parameters();
+}
+
+void AttentionImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  for (torch::nn::Linear* layer : {&q_proj_, &k_proj_, &v_proj_, &o_proj_}) {
+    const double std = layer == &o_proj_ ? options_.out_init_std() : options_.init_std();
+    torch::nn::init::normal_((*layer)->weight, 0.0, std);
+    if ((*layer)->bias.defined()) torch::nn::init::zeros_((*layer)->bias);
+  }
+  for (Norm* norm : {&q_norm_, &k_norm_}) {
+    if (!norm->is_empty()) (*norm)->reset_parameters();
+  }
+}
+
+AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& context) {
+  const int64_t d = options_.d_model();
+  TORCH_CHECK(x.dim() == 3 && x.size(2) == d, "[attention] expected x (B,T,D) with D=", d, ", got ",
+              x.sizes());
+  const int64_t batch = x.size(0);
+  const int64_t time = x.size(1);
+  const int64_t hq = options_.n_heads();
+  const int64_t hkv = options_.n_kv_heads();
+  const int64_t dk = head_dim();
+
+  torch::Tensor q = q_proj_(x).view({batch, time, hq, dk}).transpose(1, 2);   // (B,Hq,T,dk)
+  torch::Tensor k = k_proj_(x).view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
+  torch::Tensor v = v_proj_(x).view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
+  if (options_.qk_norm()) {
+    q = q_norm_(q);
+    k = k_norm_(k);
+  }
+  if (context.rope.defined()) {
+    // Rotated before caching, so cached keys already carry their own absolute positions.
+    q = rotate_pairs(q, context.rope, context.pairing);
+    k = rotate_pairs(k, context.rope, context.pairing);
+  }
+  if (context.cache != nullptr) {
+    std::tie(k, v) = context.cache->append(context.layer, k, v);  // (B,Hkv,Tcache+T,dk)
+  }
+
+  const double dropout_p = is_training() ? options_.dropout() : 0.0;
+  AttentionResult result;
+  if (options_.kernel() == AttentionKind::kReference || context.want_weights) {
+    result = attention_reference(q, k, v, context.allowed, dropout_p, context.want_weights);
+  } else {
+    result.out = attention_sdpa(q, k, v, context.allowed, dropout_p);
+  }
+  torch::Tensor out = result.out;  // (B,Hq,T,dk)
+  if (context.ablate_head >= 0) {
+    TORCH_CHECK(context.ablate_head < hq, "[attention] ablate_head ", context.ablate_head,
+                " out of range [0,", hq, ")");
+    torch::Tensor keep = torch::ones({hq}, out.options());
+    keep[context.ablate_head] = 0;
+    out = out * keep.view({1, hq, 1, 1});  // (B,Hq,T,dk)
+  }
+  out = out.transpose(1, 2).reshape({batch, time, hq * dk});  // (B,T,D)
+  result.out = o_proj_(out);                                  // (B,T,D)
+  return result;
+}
+
+}  // namespace causal

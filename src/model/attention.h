@@ -1,0 +1,66 @@
+// Multi-head causal self-attention module: projections, optional qk-norm, RoPE, KV cache, kernel choice.
+#pragma once
+
+#include <torch/arg.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "config/enums.h"
+#include "model/attention_kernels.h"
+#include "model/norm.h"
+#include "model/rope.h"
+
+namespace causal {
+
+class KVCache;
+
+struct AttentionOptions {
+  AttentionOptions(int64_t d_model, int64_t n_heads, int64_t n_kv_heads)
+      : d_model_(d_model), n_heads_(n_heads), n_kv_heads_(n_kv_heads) {}
+  TORCH_ARG(int64_t, d_model);                                   // D = n_heads * dk
+  TORCH_ARG(int64_t, n_heads);                                   // Hq
+  TORCH_ARG(int64_t, n_kv_heads);                                // Hkv, divides Hq (GQA; 1 = MQA)
+  TORCH_ARG(bool, bias) = true;                                  // biases in the four projections
+  TORCH_ARG(bool, qk_norm) = false;                              // RMSNorm over dk on q and k, per head
+  TORCH_ARG(double, norm_eps) = 1e-5;                            // eps of the qk norms
+  TORCH_ARG(AttentionKind, kernel) = AttentionKind::kReference;  // "reference" | "sdpa"
+  TORCH_ARG(double, dropout) = 0.0;                              // on attention weights, train mode only
+  TORCH_ARG(double, init_std) = 0.02;                            // std of q/k/v_proj weights
+  TORCH_ARG(double, out_init_std) = 0.02;                        // std of o_proj weights
+};
+
+// Everything one layer's attention needs besides its input; built once per forward by the Transformer.
+struct AttentionContext {
+  torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool from build_allowed_mask; Tk includes cached keys
+  RopeTables rope;        // tables for the new tokens' absolute positions; undefined = no RoPE
+  RopePairing pairing = RopePairing::kInterleaved;
+  KVCache* cache = nullptr;   // append this layer's K/V here and attend over all cached keys
+  int64_t layer = 0;          // this layer's index in the cache
+  bool want_weights = false;  // return weights (forces the reference kernel)
+  int64_t ablate_head = -1;   // zero this query head's output before o_proj; -1 = none
+};
+
+// Parameters, in forward order: q_proj, k_proj, v_proj, [q_norm, k_norm], o_proj.
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const AttentionOptions& options);
+  // x (B,T,D) -> {out (B,T,D), weights (B,Hq,T,Tk) or undefined}.
+  AttentionResult forward(const torch::Tensor& x, const AttentionContext& context);
+  // normal(0, init_std) q/k/v weights, normal(0, out_init_std) o_proj weight, zero biases, unit qk norms.
+  void reset_parameters();
+  const AttentionOptions& options() const { return options_; }
+  int64_t head_dim() const { return options_.d_model() / options_.n_heads(); }
+
+ private:
+  AttentionOptions options_;
+  torch::nn::Linear q_proj_{nullptr};  // D -> Hq*dk
+  torch::nn::Linear k_proj_{nullptr};  // D -> Hkv*dk
+  torch::nn::Linear v_proj_{nullptr};  // D -> Hkv*dk
+  Norm q_norm_{nullptr};               // (dk) RMSNorm, only with qk_norm
+  Norm k_norm_{nullptr};               // (dk) RMSNorm, only with qk_norm
+  torch::nn::Linear o_proj_{nullptr};  // Hq*dk -> D
+};
+TORCH_MODULE(Attention);
+
+}  // namespace causal

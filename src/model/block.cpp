@@ -1,0 +1,42 @@
+// Pre-norm transformer block (see block.h).
+#include "model/block.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace causal {
+
+BlockImpl::BlockImpl(const ModelConfig& config) : dropout_(config.dropout) {
+  const NormOptions norm =
+      NormOptions(config.d_model).kind(config.norm).eps(config.norm_eps).bias(config.bias);
+  // Each block adds two residual branches; scaling their output layers keeps the stream's variance
+  // independent of depth (GPT-2).
+  const double out_std = config.init_std / std::sqrt(2.0 * static_cast<double>(config.n_layers));
+  attn_norm_ = register_module("attn_norm", Norm(norm));
+  attn_ =
+      register_module("attn", Attention(AttentionOptions(config.d_model, config.n_heads, config.n_kv_heads)
+                                            .bias(config.bias)
+                                            .qk_norm(config.qk_norm)
+                                            .norm_eps(config.norm_eps)
+                                            .kernel(config.attention)
+                                            .dropout(config.dropout)
+                                            .init_std(config.init_std)
+                                            .out_init_std(out_std)));
+  ffn_norm_ = register_module("ffn_norm", Norm(norm));
+  ffn_ = register_module("ffn", FeedForward(FeedForwardOptions(config.d_model, config.ffn_hidden)
+                                                .kind(config.ffn)
+                                                .bias(config.bias)
+                                                .init_std(config.init_std)
+                                                .out_init_std(out_std)));
+}
+
+AttentionResult BlockImpl::forward(const torch::Tensor& x, const AttentionContext& context) {
+  const bool train = is_training() && dropout_ > 0.0;
+  AttentionResult attended = attn_(attn_norm_(x), context);
+  torch::Tensor h = x + torch::dropout(attended.out, dropout_, train);  // (B,T,D)
+  h = h + torch::dropout(ffn_(ffn_norm_(h)), dropout_, train);          // (B,T,D)
+  return {h, attended.weights};
+}
+
+}  // namespace causal

@@ -1,0 +1,41 @@
+// Position-wise feed-forward network: GELU MLP (fc_in, fc_out) or SwiGLU (gate_proj, up_proj, down_proj).
+#pragma once
+
+#include <torch/arg.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "config/enums.h"
+
+namespace causal {
+
+struct FeedForwardOptions {
+  FeedForwardOptions(int64_t d_model, int64_t hidden) : d_model_(d_model), hidden_(hidden) {}
+  TORCH_ARG(int64_t, d_model);                // D
+  TORCH_ARG(int64_t, hidden);                 // hidden width (the config resolver picks 4D or ~8D/3)
+  TORCH_ARG(FfnKind, kind) = FfnKind::kGelu;  // "gelu" | "swiglu"
+  TORCH_ARG(bool, bias) = true;               // biases in every linear layer
+  TORCH_ARG(double, init_std) = 0.02;         // std of the input-side weights
+  TORCH_ARG(double, out_init_std) = 0.02;     // std of fc_out / down_proj (scaled down for depth)
+};
+
+// gelu:   fc_out(gelu(fc_in(x)))                       (exact erf GELU)
+// swiglu: down_proj(silu(gate_proj(x)) * up_proj(x))
+// x is (..., D); the result has the same shape.
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  explicit FeedForwardImpl(const FeedForwardOptions& options);
+  torch::Tensor forward(const torch::Tensor& x);
+  // normal(0, init_std) weights (out_init_std for the output projection), zero biases.
+  void reset_parameters();
+  const FeedForwardOptions& options() const { return options_; }
+
+ private:
+  FeedForwardOptions options_;
+  torch::nn::Linear fc_in_{nullptr}, fc_out_{nullptr};                            // gelu
+  torch::nn::Linear gate_proj_{nullptr}, up_proj_{nullptr}, down_proj_{nullptr};  // swiglu
+};
+TORCH_MODULE(FeedForward);
+
+}  // namespace causal

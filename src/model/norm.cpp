@@ -1,0 +1,35 @@
+// Normalisation layers (see norm.h).
+#include "model/norm.h"
+
+#include <torch/torch.h>
+
+namespace causal {
+
+NormImpl::NormImpl(const NormOptions& options) : options_(options) {
+  TORCH_CHECK(options_.dim() > 0, "[norm] expected dim > 0, got ", options_.dim());
+  weight_ = register_parameter("weight", torch::ones({options_.dim()}));
+  if (options_.kind() == NormKind::kLayerNorm && options_.bias()) {
+    bias_ = register_parameter("bias", torch::zeros({options_.dim()}));
+  }
+}
+
+void NormImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  weight_.fill_(1.0);
+  if (bias_.defined()) bias_.zero_();
+}
+
+torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == options_.dim(), "[norm] expected last dim ", options_.dim(),
+              ", got ", x.sizes());
+  if (options_.kind() == NormKind::kLayerNorm) {
+    return torch::layer_norm(x, {options_.dim()}, weight_, bias_, options_.eps());
+  }
+  // Half/bfloat16 mean squares lose too much precision; normalise in float32 and cast back.
+  const bool reduced = x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16;
+  const torch::Tensor xf = reduced ? x.to(torch::kFloat) : x;
+  const torch::Tensor normed = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + options_.eps());
+  return normed.to(x.scalar_type()) * weight_;
+}
+
+}  // namespace causal

@@ -1,0 +1,67 @@
+// Decoder-only transformer: summed input embeddings, positions, pre-norm blocks, final norm, output head.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/moduledict.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <vector>
+
+#include "config/config.h"
+#include "model/block.h"
+#include "model/kv_cache.h"
+#include "model/norm.h"
+
+namespace causal {
+
+struct ModelInputs {
+  torch::Tensor
+      tokens{};  // (B,T,F) int64, one id per input field (F = config.inputs.size()); (B,T) if F == 1
+  torch::Tensor
+      positions{};  // (B,T) int64 absolute positions for RoPE/learned; undefined = arange(T) + cache length
+  torch::Tensor segment_ids{};  // (B,T) int64 or undefined: a query sees keys of its own segment only
+  torch::Tensor key_valid{};    // (B,T) bool or undefined: false marks padding keys nobody may attend to
+};
+
+struct ForwardOptions {
+  KVCache* cache = nullptr;  // incremental decoding: new tokens are appended, queries see all cached keys
+                             // + causal among new ones
+  bool collect_residuals = false;  // fill ModelOutput::residuals (residual stream after each block)
+  bool collect_attention =
+      false;  // fill ModelOutput::attention (weights per layer; forces the reference kernel)
+  int64_t ablate_layer = -1, ablate_head = -1;  // zero this head's output before o_proj (head ablation probe)
+};
+
+struct ModelOutput {
+  torch::Tensor logits;                  // (B,T,V)
+  std::vector<torch::Tensor> residuals;  // L x (B,T,D) when collected
+  std::vector<torch::Tensor> attention;  // L x (B,Hq,T,Tk) when collected (Tk includes cached keys)
+};
+
+// Parameters, in forward order (names are checkpoint tensor names, see docs/model.md):
+//   embed.<field>.weight, [pos_embed.weight], blocks.<i>.*, final_norm.*, [head.weight, head.bias].
+// With tie_embeddings there is no head: logits use embed.<only field>.weight.
+class TransformerImpl : public torch::nn::Module {
+ public:
+  // config is already resolved + validated (n_kv_heads, ffn_hidden filled); violations still throw.
+  explicit TransformerImpl(const ModelConfig& config);
+  ModelOutput forward(const ModelInputs& inputs, const ForwardOptions& options = {});
+  const ModelConfig& config() const { return config_; }
+  const std::vector<Block>& blocks() const { return blocks_; }
+
+ private:
+  ModelConfig config_;
+  torch::nn::ModuleDict embed_{nullptr};        // one Embedding (vocab, D) per input field
+  std::vector<torch::nn::Embedding> fields_;    // embed_'s entries, in config.inputs order
+  torch::nn::Embedding pos_embed_{nullptr};     // (max_seq_len, D), only with position "learned"
+  torch::nn::ModuleList blocks_list_{nullptr};  // registered as "blocks"
+  std::vector<Block> blocks_;                   // L blocks, typed view of blocks_list_
+  Norm final_norm_{nullptr};
+  torch::nn::Linear head_{nullptr};  // D -> V; absent when tied
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace causal

@@ -1,0 +1,34 @@
+// AdamW set-up.
+#include "train/optimizer.h"
+
+namespace causal {
+
+bool is_no_decay_parameter(const std::string& name) {
+  auto ends_with = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".bias") || name.find("norm.") != std::string::npos || name.rfind("embed.", 0) == 0 ||
+         name.rfind("pos_embed.", 0) == 0;
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const OptimizerConfig& config) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& item : model.named_parameters()) {
+    (is_no_decay_parameter(item.key()) ? no_decay : decay).push_back(item.value());
+  }
+  auto options = [&](double weight_decay) {
+    auto o = std::make_unique<torch::optim::AdamWOptions>(config.lr);
+    o->betas(std::make_tuple(config.betas[0], config.betas[1])).eps(config.eps).weight_decay(weight_decay);
+    return o;
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, options(config.weight_decay));
+  groups.emplace_back(no_decay, options(config.decay_norms_and_embeddings ? config.weight_decay : 0.0));
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+}  // namespace causal

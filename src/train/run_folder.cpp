@@ -1,0 +1,86 @@
+// Run folder creation, locking and atomic writes.
+#include "train/run_folder.h"
+
+#include <fcntl.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+namespace causal {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_empty_or_absent(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return true;
+  return fs::is_directory(dir, ec) && fs::is_empty(dir, ec);
+}
+
+}  // namespace
+
+std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const std::string& runs_root,
+                                             const std::string& name) {
+  fs::path dir;
+  if (!requested.empty()) {
+    dir = requested;
+    if (!is_empty_or_absent(dir)) {
+      throw RunFolderError("run folder " + dir.string() +
+                           " already holds a run; choose another --run-dir (runs are never overwritten)");
+    }
+  } else {
+    dir = fs::path(runs_root) / name;
+    for (int i = 2; !is_empty_or_absent(dir); ++i) dir = fs::path(runs_root) / (name + "-" + std::to_string(i));
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw RunFolderError("cannot create run folder " + dir.string() + ": " + ec.message());
+  return std::unique_ptr<RunFolder>(new RunFolder(dir));
+}
+
+RunFolder::RunFolder(fs::path path) : path_(std::move(path)) {
+  const fs::path lock = path_ / ".lock";
+  lock_fd_ = ::open(lock.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    throw RunFolderError("run folder " + path_.string() + " is locked by another causal process (" +
+                         lock.string() + ")");
+  }
+  metrics_.open(path_ / "metrics.jsonl", std::ios::app);
+  if (!metrics_) throw RunFolderError("cannot write " + (path_ / "metrics.jsonl").string());
+  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((path_ / "log.txt").string());
+  auto console_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  console_sink->set_level(spdlog::level::info);
+  console_sink->set_pattern("%v");
+  logger_ = std::make_shared<spdlog::logger>("run", spdlog::sinks_init_list{file_sink, console_sink});
+  logger_->set_level(spdlog::level::debug);
+  logger_->flush_on(spdlog::level::info);
+}
+
+RunFolder::~RunFolder() {
+  if (logger_) logger_->flush();
+  if (lock_fd_ >= 0) {
+    ::flock(lock_fd_, LOCK_UN);
+    ::close(lock_fd_);
+  }
+}
+
+void RunFolder::write_json(const std::string& file, const nlohmann::json& value) const {
+  const fs::path target = path_ / file;
+  const fs::path temp = path_ / (file + ".tmp");
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << value.dump(2) << "\n";
+    out.flush();
+    if (!out) throw RunFolderError("cannot write " + temp.string());
+  }
+  fs::rename(temp, target);
+}
+
+void RunFolder::append_metrics(const nlohmann::json& row) {
+  metrics_ << row.dump() << "\n";
+  metrics_.flush();
+}
+
+}  // namespace causal

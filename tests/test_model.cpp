@@ -1,0 +1,549 @@
+// Transformer: parameter names and counts, causality, GQA, KV cache, masking, ablation, init, tying, dropout.
+#include <torch/torch.h>
+// Torch first: its glog macros must not replace Catch's.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "model/attention.h"
+#include "model/count_parameters.h"
+#include "model/kv_cache.h"
+#include "model/mask.h"
+#include "model/transformer.h"
+
+using namespace causal;
+
+namespace {
+
+// A resolved two-field config (the retrieval task's shape); tests change what they exercise.
+ModelConfig tiny_config(PositionKind position = PositionKind::kRope,
+                        AttentionKind kernel = AttentionKind::kReference) {
+  ModelConfig c;
+  c.inputs = {InputField{"key", 8}, InputField{"value", 9}};
+  c.output_vocab = 8;
+  c.d_model = 32;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 4;
+  c.ffn_hidden = 64;
+  c.position = position;
+  c.max_seq_len = 32;
+  c.attention = kernel;
+  c.init_std = 0.1;  // larger than the default so that perturbation effects are far above rounding
+  return c;
+}
+
+// Random (B,T,F) ids valid for every field of `c`.
+torch::Tensor random_tokens(const ModelConfig& c, int64_t batch, int64_t time) {
+  std::vector<torch::Tensor> fields;
+  for (const InputField& f : c.inputs)
+    fields.push_back(torch::randint(0, f.vocab, {batch, time}, torch::kLong));
+  return torch::stack(fields, -1);  // (B,T,F)
+}
+
+std::vector<std::string> parameter_names(const torch::nn::Module& m) { return m.named_parameters().keys(); }
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+const char* name_of(PositionKind p) {
+  return p == PositionKind::kRope ? "rope" : p == PositionKind::kLearned ? "learned" : "none";
+}
+const char* name_of(AttentionKind k) { return k == AttentionKind::kReference ? "reference" : "sdpa"; }
+
+}  // namespace
+
+// Invariant: checkpoint tensor names (and their order) never change silently.
+CATCH_TEST_CASE("model: stable parameter names", "[contract][model]") {
+  ModelConfig c = tiny_config(PositionKind::kLearned);
+  c.qk_norm = true;
+  const std::vector<std::string> expected = {"embed.key.weight",
+                                             "embed.value.weight",
+                                             "pos_embed.weight",
+                                             "blocks.0.attn_norm.weight",
+                                             "blocks.0.attn_norm.bias",
+                                             "blocks.0.attn.q_proj.weight",
+                                             "blocks.0.attn.q_proj.bias",
+                                             "blocks.0.attn.k_proj.weight",
+                                             "blocks.0.attn.k_proj.bias",
+                                             "blocks.0.attn.v_proj.weight",
+                                             "blocks.0.attn.v_proj.bias",
+                                             "blocks.0.attn.q_norm.weight",
+                                             "blocks.0.attn.k_norm.weight",
+                                             "blocks.0.attn.o_proj.weight",
+                                             "blocks.0.attn.o_proj.bias",
+                                             "blocks.0.ffn_norm.weight",
+                                             "blocks.0.ffn_norm.bias",
+                                             "blocks.0.ffn.fc_in.weight",
+                                             "blocks.0.ffn.fc_in.bias",
+                                             "blocks.0.ffn.fc_out.weight",
+                                             "blocks.0.ffn.fc_out.bias",
+                                             "blocks.1.attn_norm.weight",
+                                             "blocks.1.attn_norm.bias",
+                                             "blocks.1.attn.q_proj.weight",
+                                             "blocks.1.attn.q_proj.bias",
+                                             "blocks.1.attn.k_proj.weight",
+                                             "blocks.1.attn.k_proj.bias",
+                                             "blocks.1.attn.v_proj.weight",
+                                             "blocks.1.attn.v_proj.bias",
+                                             "blocks.1.attn.q_norm.weight",
+                                             "blocks.1.attn.k_norm.weight",
+                                             "blocks.1.attn.o_proj.weight",
+                                             "blocks.1.attn.o_proj.bias",
+                                             "blocks.1.ffn_norm.weight",
+                                             "blocks.1.ffn_norm.bias",
+                                             "blocks.1.ffn.fc_in.weight",
+                                             "blocks.1.ffn.fc_in.bias",
+                                             "blocks.1.ffn.fc_out.weight",
+                                             "blocks.1.ffn.fc_out.bias",
+                                             "final_norm.weight",
+                                             "final_norm.bias",
+                                             "head.weight",
+                                             "head.bias"};
+  CATCH_CHECK(parameter_names(*Transformer(c)) == expected);
+
+  // SwiGLU + RMSNorm, no biases, tied head, one field, RoPE (no position table).
+  ModelConfig s = tiny_config(PositionKind::kRope);
+  s.inputs = {InputField{"token", 8}};
+  s.n_layers = 1;
+  s.ffn = FfnKind::kSwiglu;
+  s.norm = NormKind::kRmsNorm;
+  s.bias = false;
+  s.tie_embeddings = true;
+  const std::vector<std::string> expected_swiglu = {"embed.token.weight",
+                                                    "blocks.0.attn_norm.weight",
+                                                    "blocks.0.attn.q_proj.weight",
+                                                    "blocks.0.attn.k_proj.weight",
+                                                    "blocks.0.attn.v_proj.weight",
+                                                    "blocks.0.attn.o_proj.weight",
+                                                    "blocks.0.ffn_norm.weight",
+                                                    "blocks.0.ffn.gate_proj.weight",
+                                                    "blocks.0.ffn.up_proj.weight",
+                                                    "blocks.0.ffn.down_proj.weight",
+                                                    "final_norm.weight"};
+  CATCH_CHECK(parameter_names(*Transformer(s)) == expected_swiglu);
+}
+
+CATCH_TEST_CASE("model: parameter counts follow the stated formulas", "[unit][model]") {
+  const int64_t d = 32;
+  ModelConfig c = tiny_config();
+  c.d_model = d;
+  c.ffn_hidden = 4 * d;
+  // GELU block with biases and LayerNorm: 12d^2 weights + q,k,v,o biases 4d + fc_in bias 4d + fc_out bias d
+  // + two LayerNorms (weight + bias) 4d = 12d^2 + 13d.
+  CATCH_CHECK(count_parameters(*Block(c)) == 12 * d * d + 13 * d);
+  c.bias = false;  // only the two LayerNorm weights remain
+  CATCH_CHECK(count_parameters(*Block(c)) == 12 * d * d + 2 * d);
+
+  // SwiGLU, hidden = ceil(2/3 * 4d / multiple_of) * multiple_of, RMSNorm (weights only), biases on:
+  // attention 4d^2 + 4d, FFN 3*d*h + 2h + d, norms 2d.
+  const int64_t d2 = 48, m = 8;
+  const int64_t h = static_cast<int64_t>(std::ceil(2.0 / 3.0 * 4.0 * d2 / m)) * m;
+  ModelConfig s = tiny_config();
+  s.d_model = d2;
+  s.ffn = FfnKind::kSwiglu;
+  s.ffn_multiple_of = m;
+  s.ffn_hidden = h;
+  s.norm = NormKind::kRmsNorm;
+  CATCH_CHECK(count_parameters(*Block(s)) == 4 * d2 * d2 + 4 * d2 + 3 * d2 * h + 2 * h + d2 + 2 * d2);
+  // GQA with Hkv = 2 of 4 heads halves k_proj and v_proj (weights and biases).
+  s.n_kv_heads = 2;
+  CATCH_CHECK(count_parameters(*Block(s)) ==
+              (2 * d2 * d2 + 2 * d2) + (d2 * d2 + d2) + 3 * d2 * h + 2 * h + d2 + 2 * d2);
+
+  // Whole model: embeddings + L blocks + final norm + head (weight and bias).
+  ModelConfig full = tiny_config(PositionKind::kLearned);
+  Transformer model(full);
+  const int64_t dm = full.d_model;
+  const int64_t block = count_parameters(*model->blocks()[0]);
+  CATCH_CHECK(count_parameters(*model) == (8 + 9) * dm + full.max_seq_len * dm + full.n_layers * block +
+                                              2 * dm + dm * full.output_vocab + full.output_vocab);
+}
+
+// Invariant: changing inputs at positions >= t leaves logits at positions < t bitwise unchanged (CPU), for
+// both kernels and every position kind, while later logits do change.
+CATCH_TEST_CASE("model: perturbing future inputs leaves earlier logits bitwise unchanged",
+                "[contract][model]") {
+  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+    for (const PositionKind position : {PositionKind::kRope, PositionKind::kLearned, PositionKind::kNone}) {
+      CATCH_INFO("kernel " << name_of(kernel) << ", position " << name_of(position));
+      torch::manual_seed(31);
+      const ModelConfig c = tiny_config(position, kernel);
+      Transformer model(c);
+      model->eval();
+      torch::NoGradGuard no_grad;
+      const int64_t t = 4;
+      const auto tokens = random_tokens(c, 2, 10);
+      auto perturbed = tokens.clone();
+      perturbed.narrow(1, t, 10 - t).select(2, 1).add_(1).remainder_(9);  // change every later value id
+      const auto a = model->forward({tokens}).logits;
+      const auto b = model->forward({perturbed}).logits;
+      CATCH_CHECK(torch::equal(a.narrow(1, 0, t), b.narrow(1, 0, t)));
+      CATCH_CHECK(max_abs_diff(a.narrow(1, t, 10 - t), b.narrow(1, t, 10 - t)) > 1e-4);
+    }
+  }
+}
+
+// Invariant: GQA (and MQA) equal MHA whose K/V heads are the GQA heads repeated, query head h -> KV head h/G.
+CATCH_TEST_CASE("model: GQA and MQA equal MHA with repeated KV heads", "[contract][model]") {
+  for (const int64_t kv_heads : {2, 1}) {
+    for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+      CATCH_INFO("n_kv_heads " << kv_heads << ", kernel " << name_of(kernel));
+      torch::manual_seed(32);
+      ModelConfig gc = tiny_config(PositionKind::kRope, kernel);
+      gc.n_kv_heads = kv_heads;
+      gc.qk_norm = true;
+      ModelConfig mc = gc;
+      mc.n_kv_heads = gc.n_heads;
+      Transformer gqa(gc), mha(mc);
+      const int64_t group = gc.n_heads / kv_heads, dk = gc.head_dim();
+      CATCH_REQUIRE(count_parameters(*gqa) < count_parameters(*mha));
+      {
+        torch::NoGradGuard no_grad;
+        auto target = mha->named_parameters();
+        for (const auto& item : gqa->named_parameters()) {
+          torch::Tensor value = item.value();
+          const std::string& name = item.key();
+          if (name.find("attn.k_proj") != std::string::npos ||
+              name.find("attn.v_proj") != std::string::npos) {
+            // (Hkv*dk, ...) -> (Hkv, dk, ...) -> repeat each KV head G times -> (Hq*dk, ...)
+            std::vector<int64_t> shape = {kv_heads, dk};
+            if (value.dim() == 2) shape.push_back(value.size(1));
+            value = value.reshape(shape).repeat_interleave(group, 0).flatten(0, 1);
+          }
+          target[name].copy_(value);
+        }
+      }
+      gqa->eval();
+      mha->eval();
+      torch::NoGradGuard no_grad;
+      const auto tokens = random_tokens(gc, 2, 7);
+      const auto g = gqa->forward({tokens}).logits;
+      const auto m = mha->forward({tokens}).logits;
+      CATCH_CHECK(max_abs_diff(g, m) < 1e-5);
+      CATCH_CHECK(g.abs().max().item<double>() > 1e-2);  // not trivially zero
+    }
+  }
+}
+
+// Invariant: token-by-token cached decoding gives the full causal pass's logits (RoPE at absolute positions).
+CATCH_TEST_CASE("model: KV cache token by token equals the full pass", "[contract][model][kv_cache]") {
+  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+    for (const PositionKind position : {PositionKind::kRope, PositionKind::kLearned}) {
+      for (const int64_t max_len : {0, 16}) {
+        CATCH_INFO("kernel " << name_of(kernel) << ", position " << name_of(position) << ", max_len "
+                             << max_len);
+        torch::manual_seed(33);
+        ModelConfig c = tiny_config(position, kernel);
+        c.n_kv_heads = 2;
+        Transformer model(c);
+        model->eval();
+        torch::NoGradGuard no_grad;
+        const int64_t time = 9;
+        const auto tokens = random_tokens(c, 2, time);
+        const auto full = model->forward({tokens}).logits;  // (B,T,V)
+
+        KVCache cache(c.n_layers, 2, max_len);
+        std::vector<torch::Tensor> steps;
+        for (int64_t t = 0; t < time; ++t) {
+          steps.push_back(model->forward({tokens.narrow(1, t, 1)}, {&cache}).logits);
+          CATCH_REQUIRE(cache.length() == t + 1);
+        }
+        CATCH_CHECK(max_abs_diff(torch::cat(steps, 1), full) < 1e-5);
+        CATCH_CHECK(cache.bytes() > 0);
+
+        // Not vacuous: decoding with every position pinned to 0 (the classic cache bug) differs.
+        KVCache wrong(c.n_layers, 2, max_len);
+        std::vector<torch::Tensor> wrong_steps;
+        for (int64_t t = 0; t < time; ++t) {
+          ModelInputs in{tokens.narrow(1, t, 1), torch::zeros({2, 1}, torch::kLong)};
+          wrong_steps.push_back(model->forward(in, {&wrong}).logits);
+        }
+        CATCH_CHECK(max_abs_diff(torch::cat(wrong_steps, 1), full) > 1e-4);
+
+        cache.reset();
+        CATCH_CHECK(cache.length() == 0);
+        CATCH_CHECK(max_abs_diff(model->forward({tokens.narrow(1, 0, 1)}, {&cache}).logits,
+                                 full.narrow(1, 0, 1)) < 1e-5);
+      }
+    }
+  }
+}
+
+// Invariant: decoding in multi-token chunks (rectangular masks) equals the full pass, also with left padding,
+// packed segments and per-document positions carried by the cache.
+CATCH_TEST_CASE("model: multi-token cached chunks equal the full pass", "[contract][model][kv_cache]") {
+  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+    for (const int64_t max_len : {0, 12}) {
+      CATCH_INFO("kernel " << name_of(kernel) << ", max_len " << max_len);
+      torch::manual_seed(34);
+      const ModelConfig c = tiny_config(PositionKind::kRope, kernel);
+      Transformer model(c);
+      model->eval();
+      torch::NoGradGuard no_grad;
+      const int64_t time = 9;
+      const auto tokens = random_tokens(c, 2, time);
+      // Row 0: documents [0..3] and [4..8] packed, positions restart at 4. Row 1: two left-padding tokens.
+      const auto segments =
+          torch::tensor({0L, 0L, 0L, 0L, 1L, 1L, 1L, 1L, 1L, 0L, 0L, 0L, 0L, 0L, 0L, 0L, 0L, 0L})
+              .view({2, time});
+      const auto positions =
+          torch::tensor({0L, 1L, 2L, 3L, 0L, 1L, 2L, 3L, 4L, 0L, 0L, 0L, 1L, 2L, 3L, 4L, 5L, 6L})
+              .view({2, time});
+      auto valid = torch::ones({2, time}, torch::kBool);
+      valid[1][0] = false;
+      valid[1][1] = false;
+      const ModelInputs all{tokens, positions, segments, valid};
+      const auto full = model->forward(all).logits;
+      CATCH_REQUIRE(torch::isfinite(full).all().item<bool>());
+
+      const auto check_chunks = [&](const std::vector<int64_t>& sizes) {
+        KVCache cache(c.n_layers, 2, max_len);
+        std::vector<torch::Tensor> parts;
+        int64_t start = 0;
+        for (const int64_t n : sizes) {
+          const ModelInputs in{tokens.narrow(1, start, n), positions.narrow(1, start, n),
+                               segments.narrow(1, start, n), valid.narrow(1, start, n)};
+          parts.push_back(model->forward(in, {&cache}).logits);
+          start += n;
+        }
+        return max_abs_diff(torch::cat(parts, 1), full);
+      };
+      CATCH_CHECK(check_chunks({3, 1, 4, 1}) < 1e-5);
+      CATCH_CHECK(check_chunks({5, 4}) < 1e-5);
+      CATCH_CHECK(check_chunks({9}) < 1e-5);
+
+      // Not vacuous: the segment isolation matters (without it document 1 would read document 0).
+      const auto unsegmented = model->forward({tokens, positions, {}, valid}).logits;
+      CATCH_CHECK(max_abs_diff(unsegmented.narrow(1, 4, 5)[0], full.narrow(1, 4, 5)[0]) > 1e-4);
+    }
+  }
+}
+
+// Invariant: a query with no allowed key (a padding query whose keys are all padding) gets exactly zero
+// attention output, and logits and gradients stay finite.
+CATCH_TEST_CASE("model: fully masked rows give zero attention output and finite logits",
+                "[contract][model]") {
+  torch::manual_seed(35);
+  const int64_t time = 5;
+  auto valid = torch::ones({2, time}, torch::kBool);
+  valid[1][0] = false;  // row 1 starts with one padding token: its query 0 has no allowed key
+  const auto allowed = build_allowed_mask(torch::arange(time), torch::arange(time), valid, {}, {});
+  CATCH_REQUIRE_FALSE(allowed[1][0][0].any().item<bool>());
+
+  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+    CATCH_INFO("kernel " << name_of(kernel));
+    // Attention module without biases: zero attention output means o_proj's output is exactly zero.
+    Attention attn(AttentionOptions(32, 4, 2).bias(false).kernel(kernel).init_std(0.1).out_init_std(0.1));
+    AttentionContext context;
+    context.allowed = allowed;
+    const auto x = torch::randn({2, time, 32});
+    const auto out = attn->forward(x, context).out;  // (B,T,D)
+    CATCH_CHECK(torch::equal(out[1][0], torch::zeros({32})));
+    CATCH_CHECK(out[1][1].abs().sum().item<float>() > 0);
+    CATCH_CHECK(torch::isfinite(out).all().item<bool>());
+
+    Transformer model(tiny_config(PositionKind::kRope, kernel));
+    const auto tokens = random_tokens(model->config(), 2, time);
+    const auto result =
+        model->forward({tokens, {}, {}, valid}, {nullptr, false, kernel == AttentionKind::kReference});
+    CATCH_CHECK(torch::isfinite(result.logits).all().item<bool>());
+    if (kernel == AttentionKind::kReference) {
+      for (const auto& w : result.attention)
+        CATCH_CHECK(torch::equal(w[1].select(1, 0), torch::zeros({4, time})));
+    }
+    result.logits.sum().backward();
+    for (const auto& p : model->parameters()) {
+      CATCH_REQUIRE(p.grad().defined());
+      CATCH_CHECK(torch::isfinite(p.grad()).all().item<bool>());
+    }
+  }
+}
+
+CATCH_TEST_CASE("model: head ablation removes exactly one head's contribution", "[unit][model]") {
+  torch::manual_seed(36);
+  const ModelConfig c = tiny_config();
+  Transformer model(c);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto tokens = random_tokens(c, 2, 6);
+  const auto base = model->forward({tokens}).logits;
+  ForwardOptions ablate;
+  ablate.ablate_layer = 1;
+  ablate.ablate_head = 2;
+  const auto ablated = model->forward({tokens}, ablate).logits;
+  CATCH_CHECK(max_abs_diff(base, ablated) > 1e-4);
+
+  // Independent check: zeroing the o_proj input columns of head 2 in layer 1 does the same.
+  const int64_t dk = c.head_dim();
+  model->named_parameters()["blocks.1.attn.o_proj.weight"].narrow(1, 2 * dk, dk).zero_();
+  CATCH_CHECK(max_abs_diff(model->forward({tokens}).logits, ablated) < 1e-6);
+}
+
+CATCH_TEST_CASE("model: collected residuals and attention have the documented shapes", "[unit][model]") {
+  torch::manual_seed(37);
+  const ModelConfig c = tiny_config(PositionKind::kRope, AttentionKind::kSdpa);
+  Transformer model(c);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto tokens = random_tokens(c, 2, 6);
+  ForwardOptions options;
+  options.collect_residuals = true;
+  options.collect_attention = true;  // forces the reference kernel
+  const auto out = model->forward({tokens}, options);
+  CATCH_REQUIRE(out.logits.sizes() == torch::IntArrayRef({2, 6, c.output_vocab}));
+  CATCH_REQUIRE(out.residuals.size() == 2);
+  CATCH_REQUIRE(out.attention.size() == 2);
+  CATCH_CHECK(out.residuals[1].sizes() == torch::IntArrayRef({2, 6, c.d_model}));
+  CATCH_CHECK(out.attention[0].sizes() == torch::IntArrayRef({2, c.n_heads, 6, 6}));
+  CATCH_CHECK(max_abs_diff(out.logits, model->forward({tokens}).logits) < 1e-5);  // sdpa vs reference path
+  CATCH_CHECK(model->forward({tokens}).residuals.empty());
+}
+
+// Invariant: with RoPE as the only position signal, a common shift of the positions leaves logits unchanged,
+// while positions are really used (an uneven shift changes them; learned positions see any shift).
+CATCH_TEST_CASE("model: positions passed in are used and RoPE logits ignore a common shift",
+                "[contract][model][rope]") {
+  torch::manual_seed(38);
+  for (const RopePairing pairing : {RopePairing::kInterleaved, RopePairing::kHalves}) {
+    ModelConfig c = tiny_config(PositionKind::kRope);
+    c.rope.pairing = pairing;
+    c.rope.theta = 100.0;
+    Transformer model(c);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    const auto tokens = random_tokens(c, 2, 8);
+    const auto base = torch::arange(8).view({1, 8}).expand({2, 8});
+    const auto a = model->forward({tokens, base}).logits;
+    CATCH_CHECK(max_abs_diff(model->forward({tokens}).logits, a) == 0.0);  // default = arange
+    CATCH_CHECK(max_abs_diff(model->forward({tokens, base + 13}).logits, a) < 1e-5);
+    const auto uneven = base + torch::tensor({0L, 0L, 0L, 0L, 3L, 3L, 3L, 3L}).view({1, 8});
+    CATCH_CHECK(max_abs_diff(model->forward({tokens, uneven}).logits, a) > 1e-4);
+  }
+  Transformer learned(tiny_config(PositionKind::kLearned));
+  learned->eval();
+  torch::NoGradGuard no_grad;
+  const auto tokens = random_tokens(learned->config(), 2, 8);
+  const auto base = torch::arange(8).view({1, 8}).expand({2, 8});
+  CATCH_CHECK(max_abs_diff(learned->forward({tokens, base + 3}).logits, learned->forward({tokens}).logits) >
+              1e-4);
+}
+
+CATCH_TEST_CASE("model: init is deterministic under manual_seed and follows init_std", "[unit][model]") {
+  ModelConfig c = tiny_config();
+  c.d_model = 256;
+  c.n_heads = 4;
+  c.n_kv_heads = 4;
+  c.ffn_hidden = 1024;
+  c.n_layers = 8;
+  c.init_std = 0.02;
+  torch::manual_seed(1);
+  Transformer a(c);
+  torch::manual_seed(1);
+  Transformer b(c);
+  torch::manual_seed(2);
+  Transformer other(c);
+  const auto pa = a->named_parameters(), pb = b->named_parameters(), po = other->named_parameters();
+  for (const auto& item : pa) CATCH_CHECK(torch::equal(item.value(), pb[item.key()]));
+  CATCH_CHECK_FALSE(torch::equal(pa["blocks.0.attn.q_proj.weight"], po["blocks.0.attn.q_proj.weight"]));
+
+  const double out_std = 0.02 / std::sqrt(2.0 * 8);
+  const auto std_of = [&](const std::string& name) { return pa[name].std().item<double>(); };
+  CATCH_CHECK(std_of("blocks.3.attn.q_proj.weight") == Approx(0.02).epsilon(0.05));
+  CATCH_CHECK(std_of("blocks.3.ffn.fc_in.weight") == Approx(0.02).epsilon(0.05));
+  CATCH_CHECK(std_of("embed.key.weight") == Approx(0.02).epsilon(0.5));  // 8 x 256 draws
+  CATCH_CHECK(std_of("head.weight") == Approx(0.02).epsilon(0.2));
+  CATCH_CHECK(std_of("blocks.3.attn.o_proj.weight") == Approx(out_std).epsilon(0.05));
+  CATCH_CHECK(std_of("blocks.3.ffn.fc_out.weight") == Approx(out_std).epsilon(0.05));
+  CATCH_CHECK(torch::equal(pa["blocks.3.attn.q_proj.bias"], torch::zeros({256})));
+  CATCH_CHECK(torch::equal(pa["blocks.3.ffn.fc_out.bias"], torch::zeros({256})));
+  CATCH_CHECK(torch::equal(pa["blocks.3.attn_norm.weight"], torch::ones({256})));
+  CATCH_CHECK(torch::equal(pa["final_norm.bias"], torch::zeros({256})));
+}
+
+CATCH_TEST_CASE("model: tied embeddings reuse the input table as the head", "[unit][model]") {
+  torch::manual_seed(39);
+  ModelConfig c = tiny_config();
+  c.inputs = {InputField{"token", 8}};
+  c.tie_embeddings = true;
+  Transformer tied(c);
+  c.tie_embeddings = false;
+  Transformer untied(c);
+  CATCH_CHECK(count_parameters(*untied) - count_parameters(*tied) == c.d_model * 8 + 8);
+  // Ids 0..3 only: the embedding rows 4..7 get gradient only through the tied head.
+  const auto tokens = torch::randint(0, 4, {2, 5}, torch::kLong);
+  tied->forward({tokens}).logits.sum().backward();
+  const auto grad = tied->named_parameters()["embed.token.weight"].grad();
+  CATCH_REQUIRE(grad.defined());
+  CATCH_CHECK(grad.narrow(0, 4, 4).abs().sum().item<float>() > 0);
+
+  ModelConfig bad = c;
+  bad.tie_embeddings = true;
+  bad.output_vocab = 9;
+  CATCH_CHECK_THROWS_AS(Transformer(bad), c10::Error);
+}
+
+CATCH_TEST_CASE("model: dropout acts only in train mode", "[unit][model]") {
+  torch::manual_seed(40);
+  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+    ModelConfig c = tiny_config(PositionKind::kRope, kernel);
+    c.dropout = 0.3;
+    Transformer model(c);
+    torch::NoGradGuard no_grad;
+    const auto tokens = random_tokens(c, 2, 6);
+    model->eval();
+    CATCH_CHECK(torch::equal(model->forward({tokens}).logits, model->forward({tokens}).logits));
+    model->train();
+    CATCH_CHECK(max_abs_diff(model->forward({tokens}).logits, model->forward({tokens}).logits) > 1e-6);
+  }
+}
+
+CATCH_TEST_CASE("model: malformed inputs are rejected with a message", "[unit][model]") {
+  const ModelConfig c = tiny_config();
+  Transformer model(c);
+  torch::NoGradGuard no_grad;
+  const auto tokens = random_tokens(c, 2, 4);
+  CATCH_CHECK_THROWS_AS(model->forward({tokens.select(2, 0)}), c10::Error);      // F missing
+  CATCH_CHECK_THROWS_AS(model->forward({tokens.to(torch::kInt)}), c10::Error);   // dtype
+  CATCH_CHECK_THROWS_AS(model->forward({random_tokens(c, 1, 40)}), c10::Error);  // > max_seq_len
+  CATCH_CHECK_THROWS_AS(model->forward({tokens, torch::zeros({2, 3}, torch::kLong)}),
+                        c10::Error);  // positions
+  KVCache small(c.n_layers, 3);
+  CATCH_CHECK_THROWS_AS(model->forward({tokens}, {&small}), c10::Error);  // batch mismatch
+  CATCH_CHECK(small.length() == 0);
+  ModelConfig unresolved = c;
+  unresolved.n_kv_heads = 0;
+  CATCH_CHECK_THROWS_AS(Transformer(unresolved), c10::Error);
+}
+
+CATCH_TEST_CASE("model: every ffn/norm/bias/qk_norm variant runs forward and backward", "[unit][model]") {
+  torch::manual_seed(41);
+  for (const FfnKind ffn : {FfnKind::kGelu, FfnKind::kSwiglu}) {
+    for (const NormKind norm : {NormKind::kLayerNorm, NormKind::kRmsNorm}) {
+      for (const bool bias : {true, false}) {
+        for (const bool qk_norm : {false, true}) {
+          CATCH_INFO("ffn " << static_cast<int>(ffn) << " norm " << static_cast<int>(norm) << " bias " << bias
+                            << " qk_norm " << qk_norm);
+          ModelConfig c = tiny_config();
+          c.ffn = ffn;
+          c.norm = norm;
+          c.bias = bias;
+          c.qk_norm = qk_norm;
+          c.n_kv_heads = 2;
+          Transformer model(c);
+          const auto logits = model->forward({random_tokens(c, 2, 5)}).logits;
+          CATCH_CHECK(logits.sizes() == torch::IntArrayRef({2, 5, c.output_vocab}));
+          logits.pow(2).sum().backward();
+          for (const auto& p : model->named_parameters()) {
+            CATCH_INFO(p.key());
+            CATCH_REQUIRE(p.value().grad().defined());
+            CATCH_CHECK(torch::isfinite(p.value().grad()).all().item<bool>());
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,36 @@
+# Shared by tools/run and tools/test (sourced, not executed): make sure the Debian packages are present,
+# then configure once and build incrementally with every core. Quiet and fast when nothing changed.
+
+causal_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build}"
+
+# Packages the product needs; tools/test adds the test-only ones.
+causal_packages=(g++ cmake ninja-build libtorch-dev libopenblas0-pthread libcli11-dev nlohmann-json3-dev
+  libspdlog-dev libgloo-dev catch2)
+
+ensure_packages() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "[setup] installing: ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+build_causal() {
+  if [ ! -f "$causal_build/CMakeCache.txt" ]; then
+    local generator=()
+    command -v ninja >/dev/null && generator=(-G Ninja)
+    cmake -S "$causal_root" -B "$causal_build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  local jobs
+  jobs="$(nproc)"
+  # The build prints only when it has work to do (or fails).
+  cmake --build "$causal_build" --parallel "$jobs" | grep -v "^ninja: no work to do" || true
+  test "${PIPESTATUS[0]}" -eq 0
+}
