@@ -34,3 +34,12 @@ build_causal() {
   cmake --build "$causal_build" --parallel "$jobs" | grep -v "^ninja: no work to do" || true
   test "${PIPESTATUS[0]}" -eq 0
 }
+
+# The bundled Brown sample as token files (git-ignored, rebuilt from data/brown-sample/ when missing), so
+# the text configs run offline on a fresh clone.
+prepare_bundled_data() {
+  local out="$causal_root/data/brown-sample"
+  [ -f "$out.train.tok" ] && [ -f "$out.val.tok" ] && return 0
+  "$causal_build/causal" data encode --input "$causal_root"/data/brown-sample/*.txt --tokenizer bytes \
+    --out "$out.train.tok" --val-out "$out.val.tok" --val-fraction 0.1 --doc-separator '\n\n' >/dev/null
+}
