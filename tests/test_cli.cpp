@@ -28,8 +28,8 @@ std::string slurp(const fs::path& p) {
 Result causal(const std::string& args) {
   const fs::path tmp = fs::temp_directory_path() / ("causal_cli_" + std::to_string(::getpid()));
   fs::create_directories(tmp);
-  const std::string cmd = std::string("cd ") + CAUSAL_SOURCE_DIR + " && " + CAUSAL_BINARY + " " + args + " >" +
-                          (tmp / "out").string() + " 2>" + (tmp / "err").string();
+  const std::string cmd = std::string("cd ") + CAUSAL_SOURCE_DIR + " && " + CAUSAL_BINARY + " " + args +
+                          " >" + (tmp / "out").string() + " 2>" + (tmp / "err").string();
   const int status = std::system(cmd.c_str());
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -106,7 +106,8 @@ CATCH_TEST_CASE("inspect --json reports the seed's KV-cache example", "[unit][cl
 CATCH_TEST_CASE("train writes a run folder and never overwrites it", "[unit][cli]") {
   const fs::path dir = scratch("run");
   const std::string args =
-      "train --config configs/retrieval.json --set train.steps=3 --set train.log_every=1 --run-dir " + dir.string();
+      "train --config configs/retrieval.json --set train.steps=3 --set train.log_every=1 --run-dir " +
+      dir.string();
   Result first = causal(args);
   CATCH_REQUIRE(first.code == 0);
   CATCH_CHECK_THAT(first.out, Catch::Matchers::Contains("test accuracy"));

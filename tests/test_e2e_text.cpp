@@ -18,7 +18,7 @@
 using namespace causal;
 namespace fs = std::filesystem;
 
-CATCH_TEST_CASE("a small byte-level model learns the Brown sample; layouts agree on its validation loss",
+CATCH_TEST_CASE("a small byte-level model learns the Brown sample and layouts agree on its validation loss",
                 "[e2e][text]") {
   const fs::path dir = fs::temp_directory_path() / ("causal_e2e_text_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -35,10 +35,10 @@ CATCH_TEST_CASE("a small byte-level model learns the Brown sample; layouts agree
   encode.doc_separator = "\n\n";
   encode_text_files(encode);
 
-  RunConfig config = load_config(std::string(CAUSAL_SOURCE_DIR) + "/configs/text-small.json",
-                                 {"data.train=" + encode.out, "data.val=" + encode.val_out, "model.n_layers=2",
-                                  "model.d_model=64", "model.dropout=0.0", "train.steps=400",
-                                  "train.schedule.warmup_steps=30", "train.eval_every=0"});
+  RunConfig config = load_config(
+      std::string(CAUSAL_SOURCE_DIR) + "/configs/text-small.json",
+      {"data.train=" + encode.out, "data.val=" + encode.val_out, "model.n_layers=2", "model.d_model=64",
+       "model.dropout=0.0", "train.steps=400", "train.schedule.warmup_steps=30", "train.eval_every=0"});
   // The trainer is driven directly (not through train_run) so the trained weights stay in hand.
   configure_threads(0);
   auto folder = RunFolder::create((dir / "run").string(), "", config.name);
@@ -50,7 +50,8 @@ CATCH_TEST_CASE("a small byte-level model learns the Brown sample; layouts agree
   const TextEvalReport before = evaluate_text(model, val, rows, 16, torch::kCPU);
   Trainer(config, model, source, *folder, torch::kCPU).run(nullptr);
   const TextEvalReport after = evaluate_text(model, val, rows, 16, torch::kCPU);
-  // Uniform guessing over 259 ids is 8.0 bits per byte and English byte unigrams ~4.4: learning must beat both.
+  // Uniform guessing over 259 ids is 8.0 bits per byte and English byte unigrams ~4.4: learning must beat
+  // both.
   CATCH_CHECK(after.bits_per_byte < 3.6);
   CATCH_CHECK(after.loss < 0.6 * before.loss);
 

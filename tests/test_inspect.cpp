@@ -227,7 +227,7 @@ CATCH_TEST_CASE("inspect: FFN work is 16x pairwise attention at n=1024, d=4096 (
   CATCH_CHECK(crossover.ffn == crossover.attention_scores);
 }
 
-CATCH_TEST_CASE("inspect: forward FLOPs are 2 x matmul weights + attention; training is 3 x forward",
+CATCH_TEST_CASE("inspect: forward FLOPs are 2 x matmul weights + attention and training is 3 x forward",
                 "[unit][inspect]") {
   ModelConfig m;
   m.inputs = {{"token", 10}};

@@ -72,7 +72,8 @@ torch::Tensor alone(Transformer& model, const TokenFile& file, int64_t doc) {
 
 std::vector<torch::Tensor> grads_of(Transformer& model) {
   std::vector<torch::Tensor> out;
-  for (auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  for (auto& p : model->parameters())
+    out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   return out;
 }
 
@@ -121,7 +122,8 @@ CATCH_TEST_CASE("packed isolated loss equals the separate documents' loss", "[co
   Batch b = collate_rows(*f.file, {row}, packed(48, true));  // 36 pairs and some padding
   CATCH_REQUIRE(b.valid_tokens() == separate_count);
   const double packed_loss = loss_sum(model->forward(model_inputs(b)).logits, b.labels).item<double>();
-  CATCH_CHECK(packed_loss / separate_count == Catch::Detail::Approx(separate_sum / separate_count).epsilon(1e-5));
+  CATCH_CHECK(packed_loss / separate_count ==
+              Catch::Detail::Approx(separate_sum / separate_count).epsilon(1e-5));
 }
 
 // Perturbing document A leaves document B's logits and the gradients of B's loss bitwise unchanged.
@@ -151,7 +153,8 @@ CATCH_TEST_CASE("perturbing one packed document leaves the other's logits and gr
   for (size_t i = 0; i < grads0.size(); ++i) all_equal = all_equal && torch::equal(grads0[i], grads1[i]);
   CATCH_CHECK(all_equal);
   // Guard: with isolation off the same perturbation does reach B.
-  Batch open = collate_rows(*f.file, {TextRow{RowPiece{0, 0, len_a}, RowPiece{1, 0, len_b}}}, packed(32, false));
+  Batch open =
+      collate_rows(*f.file, {TextRow{RowPiece{0, 0, len_a}, RowPiece{1, 0, len_b}}}, packed(32, false));
   Batch open_changed = open;
   open_changed.tokens = changed.tokens;
   CATCH_CHECK_FALSE(torch::equal(b_loss_and_grads(open).first, b_loss_and_grads(open_changed).first));
@@ -171,14 +174,16 @@ CATCH_TEST_CASE("padding changes neither the loss nor any gradient", "[contract]
     CATCH_REQUIRE(pad.any().item<bool>());                // there is padding to perturb
     auto loss_and_grads = [&](const Batch& batch) {
       model->zero_grad();
-      torch::Tensor loss = loss_sum(model->forward(model_inputs(batch)).logits, batch.labels) / batch.valid_tokens();
+      torch::Tensor loss =
+          loss_sum(model->forward(model_inputs(batch)).logits, batch.labels) / batch.valid_tokens();
       loss.backward();
       return std::make_pair(loss.item<double>(), grads_of(model));
     };
     auto [loss0, grads0] = loss_and_grads(b);
     Batch other = b;
     other.tokens = b.tokens.clone();
-    other.tokens.select(2, 0).masked_fill_(pad, static_cast<int64_t>('q'));  // PAD ids replaced by a real byte
+    other.tokens.select(2, 0).masked_fill_(pad,
+                                           static_cast<int64_t>('q'));  // PAD ids replaced by a real byte
     auto [loss1, grads1] = loss_and_grads(other);
     {
       torch::NoGradGuard no_grad;  // a different PAD embedding row

@@ -57,11 +57,12 @@ Batch concat(const Batch& a, const Batch& b) {
 
 }  // namespace
 
-CATCH_TEST_CASE("lr_at: warmup ramps to the peak and decays reach the floor at the last step", "[unit][train]") {
+CATCH_TEST_CASE("lr_at: warmup ramps to the peak and decays reach the floor at the last step",
+                "[unit][train]") {
   for (ScheduleKind kind : {ScheduleKind::kLinear, ScheduleKind::kCosine, ScheduleKind::kWsd}) {
     TrainConfig t = schedule(kind, 100, 10);
     CATCH_CHECK(lr_at(t, 0) == Approx(0.1));
-    CATCH_CHECK(lr_at(t, 9) == Approx(1.0));   // last warmup step is at the peak
+    CATCH_CHECK(lr_at(t, 9) == Approx(1.0));  // last warmup step is at the peak
     CATCH_CHECK(lr_at(t, 10) == Approx(1.0).epsilon(0.02));
     CATCH_CHECK(lr_at(t, 99) == Approx(0.1));  // floor = lr * min_lr_ratio at the final step
     for (int64_t s = 10; s < 99; ++s) CATCH_CHECK(lr_at(t, s + 1) <= lr_at(t, s) + 1e-12);  // never rises
@@ -121,7 +122,8 @@ CATCH_TEST_CASE("a step without valid tokens has zero loss and finite gradients"
 }
 
 // The logged grad norm is the global L2 norm before clipping, computed here independently in double.
-CATCH_TEST_CASE("clip_gradients returns the pre-clip global norm and clips to max_norm", "[contract][train]") {
+CATCH_TEST_CASE("clip_gradients returns the pre-clip global norm and clips to max_norm",
+                "[contract][train]") {
   torch::manual_seed(5);
   Transformer model(tiny_text_model());
   accumulate_gradients(model, {random_batch(4, 8, 8)}, false);

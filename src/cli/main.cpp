@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
   train->add_option("--run-dir", run_dir,
                     "Run folder to create (must be empty or absent). Default: runs/<name>, or runs/<name>-N "
                     "when that is taken");
-  train->add_flag("--print-config", print_config, "Print the resolved config (every default filled in) and exit");
+  train->add_flag("--print-config", print_config,
+                  "Print the resolved config (every default filled in) and exit");
 
   // inspect
   std::string inspect_config;
@@ -88,34 +89,41 @@ int main(int argc, char** argv) {
   inspect->add_option("--config", inspect_config, "Config file; a file with only a `model` section is enough")
       ->required();
   inspect->add_option("--set", inspect_overrides, kSetHelp);
-  inspect->add_option("--context", context, "Context length T for FLOPs and KV cache (default: model.max_seq_len)")
+  inspect
+      ->add_option("--context", context,
+                   "Context length T for FLOPs and KV cache (default: model.max_seq_len)")
       ->check(CLI::NonNegativeNumber);
-  inspect->add_option("--batch", batch, "Sequences in the KV cache and memory plan")->check(CLI::PositiveNumber);
+  inspect->add_option("--batch", batch, "Sequences in the KV cache and memory plan")
+      ->check(CLI::PositiveNumber);
   inspect->add_option("--dtype", dtype, "Storage type of parameters, gradients and KV cache")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   inspect->add_flag("--json", as_json, "Print the same figures as one JSON object");
 
   // data encode / data inspect
-  CLI::App* data = app.add_subcommand("data", "Prepare text data: encode text files into token files, inspect them");
+  CLI::App* data =
+      app.add_subcommand("data", "Prepare text data: encode text files into token files, inspect them");
   data->require_subcommand(1);
   causal::EncodeOptions encode_options;
-  CLI::App* encode = data->add_subcommand(
-      "encode",
-      "Text files -> a .tok token file (docs/data.md). Each input file is one document unless --doc-separator "
-      "splits it; every document is stored as [BOS, ids..., EOS].");
+  CLI::App* encode = data->add_subcommand("encode",
+                                          "Text files -> a .tok token file (docs/data.md). Each input file "
+                                          "is one document unless --doc-separator "
+                                          "splits it; every document is stored as [BOS, ids..., EOS].");
   encode->add_option("--input", encode_options.inputs, "Text files, encoded in this order")->required();
-  encode->add_option("--tokenizer", encode_options.tokenizer, "Tokenizer: bytes (256 byte ids + BOS, EOS, PAD)")
+  encode
+      ->add_option("--tokenizer", encode_options.tokenizer, "Tokenizer: bytes (256 byte ids + BOS, EOS, PAD)")
       ->capture_default_str();
   encode->add_option("--out", encode_options.out, "Token file to write (training split)")->required();
-  encode->add_option("--val-out", encode_options.val_out, "Token file for the validation split (whole documents)");
-  encode->add_option("--val-fraction", encode_options.val_fraction,
-                     "Share of documents written to --val-out, spread evenly over the input order")
+  encode->add_option("--val-out", encode_options.val_out,
+                     "Token file for the validation split (whole documents)");
+  encode
+      ->add_option("--val-fraction", encode_options.val_fraction,
+                   "Share of documents written to --val-out, spread evenly over the input order")
       ->check(CLI::Range(0.0, 1.0));
   encode->add_option("--doc-separator", encode_options.doc_separator,
                      "Split inputs into documents at this string (escapes \\n \\t \\r \\\\ allowed)");
   std::string tok_path;
-  CLI::App* data_inspect =
-      data->add_subcommand("inspect", "Header, document count and document length statistics of a token file");
+  CLI::App* data_inspect = data->add_subcommand(
+      "inspect", "Header, document count and document length statistics of a token file");
   data_inspect->add_option("file", tok_path, "Token file (.tok)")->required();
 
   try {
@@ -138,10 +146,12 @@ int main(int argc, char** argv) {
   }
   if (inspect->parsed()) {
     return guarded([&] {
-      causal::RunConfig config = causal::load_config(inspect_config, inspect_overrides, causal::ConfigScope::kModel);
+      causal::RunConfig config =
+          causal::load_config(inspect_config, inspect_overrides, causal::ConfigScope::kModel);
       const int64_t t = context > 0 ? context : config.model.max_seq_len;
       causal::InspectReport report = causal::inspect_model(config.model, t, batch, dtype);
-      std::cout << (as_json ? causal::inspect_to_json(report).dump(2) : causal::format_inspect(report)) << "\n";
+      std::cout << (as_json ? causal::inspect_to_json(report).dump(2) : causal::format_inspect(report))
+                << "\n";
       return kOk;
     });
   }

@@ -23,10 +23,10 @@ struct InputField {
 };
 
 struct RopeConfig {
-  double theta = 10000.0;                             // base: pair i turns at theta^(-2i/dk) per position
-  RopePairing pairing = RopePairing::kInterleaved;    // "interleaved": dims (2i,2i+1); "halves": (i, i+dk/2)
-  RopeScaling scaling = RopeScaling::kNone;           // "linear" divides positions by factor (interpolation)
-  double factor = 1.0;                                // position divisor for scaling "linear"
+  double theta = 10000.0;                           // base: pair i turns at theta^(-2i/dk) per position
+  RopePairing pairing = RopePairing::kInterleaved;  // "interleaved": dims (2i,2i+1); "halves": (i, i+dk/2)
+  RopeScaling scaling = RopeScaling::kNone;         // "linear" divides positions by factor (interpolation)
+  double factor = 1.0;                              // position divisor for scaling "linear"
 
   template <class V>
   void visit_fields(V& v) {
@@ -39,25 +39,25 @@ struct RopeConfig {
 
 struct ModelConfig {
   std::vector<InputField> inputs = {InputField{}};  // summed input embeddings, one per field
-  int64_t output_vocab = 259;                        // logits per position
-  int64_t d_model = 128;                             // residual stream width
-  int64_t n_layers = 2;                              // transformer blocks
-  int64_t n_heads = 4;                               // query heads; head dim dk = d_model / n_heads
-  int64_t n_kv_heads = 0;                            // key/value heads (GQA when < n_heads); 0 = n_heads
-  FfnKind ffn = FfnKind::kGelu;                      // "gelu" | "swiglu"
-  int64_t ffn_hidden = 0;                            // 0 = 4d (gelu) or 2/3*4d rounded up (swiglu)
-  int64_t ffn_multiple_of = 8;                       // swiglu's default hidden width is rounded up to this
-  NormKind norm = NormKind::kLayerNorm;              // "layernorm" | "rmsnorm"; always pre-norm + final norm
-  double norm_eps = 1e-5;                            // added to the variance inside the norm
-  PositionKind position = PositionKind::kRope;       // "none" | "learned" | "rope"
-  int64_t max_seq_len = 256;                         // longest sequence (learned table size; checked for all)
-  RopeConfig rope;                                   // used when position == "rope"
+  int64_t output_vocab = 259;                       // logits per position
+  int64_t d_model = 128;                            // residual stream width
+  int64_t n_layers = 2;                             // transformer blocks
+  int64_t n_heads = 4;                              // query heads; head dim dk = d_model / n_heads
+  int64_t n_kv_heads = 0;                           // key/value heads (GQA when < n_heads); 0 = n_heads
+  FfnKind ffn = FfnKind::kGelu;                     // "gelu" | "swiglu"
+  int64_t ffn_hidden = 0;                           // 0 = 4d (gelu) or 2/3*4d rounded up (swiglu)
+  int64_t ffn_multiple_of = 8;                      // swiglu's default hidden width is rounded up to this
+  NormKind norm = NormKind::kLayerNorm;             // "layernorm" | "rmsnorm"; always pre-norm + final norm
+  double norm_eps = 1e-5;                           // added to the variance inside the norm
+  PositionKind position = PositionKind::kRope;      // "none" | "learned" | "rope"
+  int64_t max_seq_len = 256;                        // longest sequence (learned table size; checked for all)
+  RopeConfig rope;                                  // used when position == "rope"
   AttentionKind attention = AttentionKind::kReference;  // "reference" (explicit scores) | "sdpa" (fused op)
-  bool qk_norm = false;                              // RMS-normalise q and k per head before scoring
-  bool bias = true;                                  // biases in linear layers and LayerNorm
-  bool tie_embeddings = false;                       // head reuses the (single) input embedding
-  double dropout = 0.0;                              // on attention weights and residual branches (train only)
-  double init_std = 0.02;                            // normal(0, init_std); residual outputs / sqrt(2*n_layers)
+  bool qk_norm = false;                                 // RMS-normalise q and k per head before scoring
+  bool bias = true;                                     // biases in linear layers and LayerNorm
+  bool tie_embeddings = false;                          // head reuses the (single) input embedding
+  double dropout = 0.0;    // on attention weights and residual branches (train only)
+  double init_std = 0.02;  // normal(0, init_std); residual outputs / sqrt(2*n_layers)
 
   template <class V>
   void visit_fields(V& v) {
@@ -91,10 +91,10 @@ struct DataConfig {
   DataKind kind = DataKind::kRetrieval;  // "retrieval" (generated key/value task) | "text" (token files)
 
   // retrieval: sequences of `distractors + pairs` context records then one query record.
-  int64_t key_count = 8;                 // distinct keys; context keys in one example are distinct
-  int64_t value_count = 8;               // distinct values; id value_count is the mask symbol
-  int64_t pairs = 4;                     // context records that may be queried
-  int64_t distractors = 0;               // extra context records whose keys are never queried
+  int64_t key_count = 8;    // distinct keys; context keys in one example are distinct
+  int64_t value_count = 8;  // distinct values; id value_count is the mask symbol
+  int64_t pairs = 4;        // context records that may be queried
+  int64_t distractors = 0;  // extra context records whose keys are never queried
   EvidencePosition evidence = EvidencePosition::kUniform;  // where the queried record sits
   int64_t evidence_index = 0;            // context index of the queried record when evidence == "fixed"
   std::vector<int64_t> eval_pairs = {};  // extra `pairs` counts evaluated (held-out lengths)
@@ -103,11 +103,11 @@ struct DataConfig {
   int64_t seed = 120;                    // data generator seed (train uses seed, test seed+1)
 
   // text: token files written by `causal data encode`.
-  std::string train = "";                // training token file (.tok)
-  std::string val = "";                  // validation token file (.tok)
-  int64_t seq_len = 256;                 // tokens per row
+  std::string train = "";                   // training token file (.tok)
+  std::string val = "";                     // validation token file (.tok)
+  int64_t seq_len = 256;                    // tokens per row
   TextLayout layout = TextLayout::kPacked;  // "packed" | "padded"
-  bool isolate_documents = true;         // packed rows: documents cannot attend to each other
+  bool isolate_documents = true;            // packed rows: documents cannot attend to each other
 
   template <class V>
   void visit_fields(V& v) {
@@ -134,11 +134,11 @@ struct DataConfig {
 };
 
 struct OptimizerConfig {
-  double lr = 3e-4;                           // peak learning rate
-  std::vector<double> betas = {0.9, 0.95};    // AdamW moment decay rates
-  double eps = 1e-8;                          // AdamW denominator epsilon
-  double weight_decay = 0.1;                  // decoupled weight decay
-  bool decay_norms_and_embeddings = false;    // also decay norm weights, biases and embeddings
+  double lr = 3e-4;                         // peak learning rate
+  std::vector<double> betas = {0.9, 0.95};  // AdamW moment decay rates
+  double eps = 1e-8;                        // AdamW denominator epsilon
+  double weight_decay = 0.1;                // decoupled weight decay
+  bool decay_norms_and_embeddings = false;  // also decay norm weights, biases and embeddings
 
   template <class V>
   void visit_fields(V& v) {
@@ -166,16 +166,16 @@ struct ScheduleConfig {
 };
 
 struct TrainConfig {
-  int64_t steps = 1000;              // optimizer steps
-  int64_t batch_size = 32;           // sequences per micro-batch
-  int64_t grad_accum = 1;            // micro-batches per optimizer step
+  int64_t steps = 1000;     // optimizer steps
+  int64_t batch_size = 32;  // sequences per micro-batch
+  int64_t grad_accum = 1;   // micro-batches per optimizer step
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
-  double grad_clip = 1.0;            // max global grad norm; 0 = no clipping (norm still logged)
-  int64_t log_every = 10;            // steps between metrics rows (the first and last step always log)
-  int64_t eval_every = 0;            // steps between evaluations; 0 = only at the end
-  int64_t checkpoint_every = 0;      // steps between checkpoints; 0 = only at the end
-  int64_t keep_checkpoints = 3;      // newest checkpoints kept
+  double grad_clip = 1.0;        // max global grad norm; 0 = no clipping (norm still logged)
+  int64_t log_every = 10;        // steps between metrics rows (the first and last step always log)
+  int64_t eval_every = 0;        // steps between evaluations; 0 = only at the end
+  int64_t checkpoint_every = 0;  // steps between checkpoints; 0 = only at the end
+  int64_t keep_checkpoints = 3;  // newest checkpoints kept
   NonfiniteAction nonfinite = NonfiniteAction::kAbort;  // "abort" | "skip" on a non-finite loss/grad
 
   template <class V>

@@ -26,11 +26,11 @@ using EnumTable = std::vector<std::pair<E, const char*>>;
 template <class E>
 const EnumTable<E>& enum_table();
 
-#define CAUSAL_ENUM_TABLE(E, ...)                  \
-  template <>                                      \
-  inline const EnumTable<E>& enum_table<E>() {     \
-    static const EnumTable<E> table{__VA_ARGS__};  \
-    return table;                                  \
+#define CAUSAL_ENUM_TABLE(E, ...)                 \
+  template <>                                     \
+  inline const EnumTable<E>& enum_table<E>() {    \
+    static const EnumTable<E> table{__VA_ARGS__}; \
+    return table;                                 \
   }
 
 CAUSAL_ENUM_TABLE(FfnKind, {FfnKind::kGelu, "gelu"}, {FfnKind::kSwiglu, "swiglu"})
@@ -41,7 +41,8 @@ CAUSAL_ENUM_TABLE(RopePairing, {RopePairing::kInterleaved, "interleaved"}, {Rope
 CAUSAL_ENUM_TABLE(RopeScaling, {RopeScaling::kNone, "none"}, {RopeScaling::kLinear, "linear"})
 CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {AttentionKind::kSdpa, "sdpa"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
-CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"}, {EvidencePosition::kFixed, "fixed"})
+CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},
+                  {EvidencePosition::kFixed, "fixed"})
 CAUSAL_ENUM_TABLE(TextLayout, {TextLayout::kPacked, "packed"}, {TextLayout::kPadded, "padded"})
 CAUSAL_ENUM_TABLE(ScheduleKind, {ScheduleKind::kConstant, "constant"}, {ScheduleKind::kLinear, "linear"},
                   {ScheduleKind::kCosine, "cosine"}, {ScheduleKind::kWsd, "wsd"})

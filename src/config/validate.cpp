@@ -193,9 +193,10 @@ void validate_retrieval(const RunConfig& c, const Checker& check) {
   for (const auto& [path, pairs] : lengths) {
     // Distractor counts vary from 0 per example, so a fixed index must exist in the shortest context.
     if (d.evidence == EvidencePosition::kFixed && d.evidence_index >= pairs) {
-      check.fail("data.evidence_index", "must be < " + path + " = " + str(pairs) +
-                                            " when evidence is \"fixed\" (examples may have no distractors), got " +
-                                            str(d.evidence_index));
+      check.fail("data.evidence_index",
+                 "must be < " + path + " = " + str(pairs) +
+                     " when evidence is \"fixed\" (examples may have no distractors), got " +
+                     str(d.evidence_index));
     }
     const int64_t length = d.distractors + pairs + 1;
     if (length > m.max_seq_len) {

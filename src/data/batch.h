@@ -16,7 +16,7 @@ struct Batch {
   at::Tensor key_valid;    // (B,T) bool or undefined: false = padding, never attended to
   at::Tensor labels;       // (B,T) int64: next-token / answer ids, kIgnoreLabel where there is no loss
 
-  int64_t valid_tokens() const;        // positions that count in the loss
+  int64_t valid_tokens() const;  // positions that count in the loss
   Batch to(const c10::Device& device) const;
 };
 

@@ -61,8 +61,9 @@ RetrievalSplit generate_retrieval_split(const DataConfig& data, int64_t pairs, i
   int64_t draws = 0;
   while (static_cast<int64_t>(examples.size()) < count) {
     if (++draws > max_draws) {
-      throw DataError("[retrieval] could not draw " + std::to_string(count) + " distinct examples with pairs=" +
-                      std::to_string(pairs) + " after " + std::to_string(max_draws) +
+      throw DataError("[retrieval] could not draw " + std::to_string(count) +
+                      " distinct examples with pairs=" + std::to_string(pairs) + " after " +
+                      std::to_string(max_draws) +
                       " draws; lower data.train_examples/test_examples or raise key_count/value_count");
     }
     Example ex = draw_example(data, pairs, gen);

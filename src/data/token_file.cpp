@@ -238,6 +238,23 @@ void fsync_directory_of(const std::string& path) {
   ::close(fd);
 }
 
+// Opens `path` read-only and checks it is a regular file; the caller closes the descriptor.
+std::pair<int, struct stat> open_regular_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(where(path) + "cannot open: " + errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string err = errno_text();
+    ::close(fd);
+    throw DataError(where(path) + "cannot stat: " + err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw DataError(where(path) + "not a regular file");
+  }
+  return {fd, st};
+}
+
 }  // namespace
 
 int64_t dtype_bytes(TokenDtype dtype) { return dtype == TokenDtype::kU16 ? 2 : 4; }
@@ -253,18 +270,7 @@ int64_t TokenFileHeader::file_bytes() const {
 }
 
 TokenFileHeader read_token_file_header(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError(where(path) + "cannot open: " + errno_text());
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const std::string err = errno_text();
-    ::close(fd);
-    throw DataError(where(path) + "cannot stat: " + err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw DataError(where(path) + "not a regular file");
-  }
+  const auto [fd, st] = open_regular_file(path);
   unsigned char bytes[kTokenFileHeaderBytes] = {};
   size_t got = 0;
   while (got < kTokenFileHeaderBytes && got < static_cast<size_t>(st.st_size)) {
@@ -279,18 +285,7 @@ TokenFileHeader read_token_file_header(const std::string& path) {
 }
 
 TokenFile::TokenFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError(where(path) + "cannot open: " + errno_text());
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const std::string err = errno_text();
-    ::close(fd);
-    throw DataError(where(path) + "cannot stat: " + err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw DataError(where(path) + "not a regular file");
-  }
+  const auto [fd, st] = open_regular_file(path);
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size == 0) {
     ::close(fd);

@@ -19,8 +19,8 @@ at::Tensor logits_of(Transformer& model, const Batch& batch, const c10::Device& 
   const int64_t n = batch.tokens.size(0);
   for (int64_t start = 0; start < n; start += kChunk) {
     const int64_t end = std::min(n, start + kChunk);
-    Batch part{batch.tokens.slice(0, start, end), batch.positions.slice(0, start, end),
-               at::Tensor(), batch.key_valid.slice(0, start, end), batch.labels.slice(0, start, end)};
+    Batch part{batch.tokens.slice(0, start, end), batch.positions.slice(0, start, end), at::Tensor(),
+               batch.key_valid.slice(0, start, end), batch.labels.slice(0, start, end)};
     parts.push_back(model->forward(model_inputs(part.to(device))).logits.to(at::kCPU));
   }
   return at::cat(parts, 0);  // (N,T,V)
@@ -48,8 +48,9 @@ nlohmann::json accuracy_by(const at::Tensor& group, const at::Tensor& correct) {
   }
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [key, counts] : tally) {
-    out[std::to_string(key)] = {{"count", counts.first},
-                                {"accuracy", static_cast<double>(counts.second) / static_cast<double>(counts.first)}};
+    out[std::to_string(key)] = {
+        {"count", counts.first},
+        {"accuracy", static_cast<double>(counts.second) / static_cast<double>(counts.first)}};
   }
   return out;
 }
@@ -90,12 +91,13 @@ RetrievalReport evaluate_retrieval(Transformer& model, const RetrievalData& data
   {
     Batch query_only{full.tokens.slice(1, t - 1, t), at::zeros({n, 1}, at::kLong), at::Tensor(),
                      at::ones({n, 1}, at::kBool), full.labels.slice(1, t - 1, t)};
-    report.no_context_accuracy = mean_of(score_query(logits_of(model, query_only, device), test.answers).correct);
+    report.no_context_accuracy =
+        mean_of(score_query(logits_of(model, query_only, device), test.answers).correct);
   }
 
   // Changed-value intervention: only the queried record's value changes; the query stays the same.
   {
-    at::Tensor pad = t - test.valid.sum(1);  // (N) left padding per row
+    at::Tensor pad = t - test.valid.sum(1);   // (N) left padding per row
     at::Tensor column = pad + test.evidence;  // (N) absolute column of the queried record
     at::Tensor new_answers = (test.answers + 1).remainder(data.value_count);
     Batch changed = full;

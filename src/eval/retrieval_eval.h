@@ -14,14 +14,14 @@
 namespace causal {
 
 struct RetrievalReport {
-  double test_loss = 0.0;              // mean cross-entropy at the query over the test split
-  double test_accuracy = 0.0;          // argmax == answer
-  double no_context_accuracy = 0.0;    // only the query record is given (chance = 1/value_count)
-  double intervention_accuracy = 0.0;  // matching context value changed: prediction follows the new value
-  double causality_max_diff = 0.0;     // max |logit change| before the cut when later values change
+  double test_loss = 0.0;               // mean cross-entropy at the query over the test split
+  double test_accuracy = 0.0;           // argmax == answer
+  double no_context_accuracy = 0.0;     // only the query record is given (chance = 1/value_count)
+  double intervention_accuracy = 0.0;   // matching context value changed: prediction follows the new value
+  double causality_max_diff = 0.0;      // max |logit change| before the cut when later values change
   nlohmann::json by_evidence_position;  // {"<index>": {"count", "accuracy"}}
   nlohmann::json by_distractors;        // {"<count>": {"count", "accuracy"}}
-  nlohmann::json by_pairs;              // {"<pairs>": {"count", "accuracy", "loss"}}, held-out lengths included
+  nlohmann::json by_pairs;  // {"<pairs>": {"count", "accuracy", "loss"}}, held-out lengths included
 
   nlohmann::json to_json() const;
 };

@@ -18,7 +18,8 @@ at::Tensor bytes_per_id(const TokenizerInfo& info) {
   auto tokenizer = make_tokenizer(info.name);
   at::Tensor table = at::zeros({info.vocab_size}, at::kLong);
   auto t = table.accessor<int64_t, 1>();
-  for (int64_t id = 0; id < info.vocab_size; ++id) t[id] = static_cast<int64_t>(tokenizer->decode({id}).size());
+  for (int64_t id = 0; id < info.vocab_size; ++id)
+    t[id] = static_cast<int64_t>(tokenizer->decode({id}).size());
   return table;
 }
 
@@ -50,7 +51,8 @@ TextEvalReport evaluate_text(Transformer& model, const TokenFile& file, const Te
   if (was_training) model->train();
   report.loss = report.tokens > 0 ? loss_total / static_cast<double>(report.tokens) : 0.0;
   report.perplexity = std::exp(report.loss);
-  report.bits_per_byte = report.bytes > 0 ? loss_total / std::log(2.0) / static_cast<double>(report.bytes) : 0.0;
+  report.bits_per_byte =
+      report.bytes > 0 ? loss_total / std::log(2.0) / static_cast<double>(report.bytes) : 0.0;
   return report;
 }
 
@@ -65,8 +67,8 @@ double text_fixed_batch_loss(Transformer& model, const TokenFile& file, const Te
 std::string format_text_table(const nlohmann::json& results) {
   std::string out = "text results\n";
   char line[160];
-  for (const char* key : {"initial_loss", "val_loss", "val_perplexity", "val_bits_per_byte", "final_train_loss",
-                          "tokens_per_s", "train_seconds"}) {
+  for (const char* key : {"initial_loss", "val_loss", "val_perplexity", "val_bits_per_byte",
+                          "final_train_loss", "tokens_per_s", "train_seconds"}) {
     if (!results.contains(key)) continue;
     std::snprintf(line, sizeof(line), "  %-22s %12.6g\n", key, results[key].get<double>());
     out += line;

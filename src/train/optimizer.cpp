@@ -5,7 +5,8 @@ namespace causal {
 
 bool is_no_decay_parameter(const std::string& name) {
   auto ends_with = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   return ends_with(".bias") || name.find("norm.") != std::string::npos || name.rfind("embed.", 0) == 0 ||
          name.rfind("pos_embed.", 0) == 0;

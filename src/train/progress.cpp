@@ -28,10 +28,12 @@ void ProgressLine::update(int64_t steps_done, double loss, double lr, double tok
   }
   last_draw_ = now;
   const int64_t done_here = steps_done - first_step_;
-  const double eta = done_here > 0 ? elapsed / static_cast<double>(done_here) * static_cast<double>(total_ - steps_done) : 0.0;
+  const double eta = done_here > 0
+                         ? elapsed / static_cast<double>(done_here) * static_cast<double>(total_ - steps_done)
+                         : 0.0;
   std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.3g  %.0f tok/s  elapsed %.1fs  eta %.1fs%s",
-               tty_ ? "\r\033[K" : "", static_cast<long long>(steps_done), static_cast<long long>(total_), loss, lr,
-               tokens_per_s, elapsed, eta, tty_ ? "" : "\n");
+               tty_ ? "\r\033[K" : "", static_cast<long long>(steps_done), static_cast<long long>(total_),
+               loss, lr, tokens_per_s, elapsed, eta, tty_ ? "" : "\n");
   std::fflush(stderr);
   if (!tty_) next_report_ += std::max<int64_t>(1, (total_ - first_step_) / 10);
 }

@@ -31,7 +31,8 @@ std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const
     }
   } else {
     dir = fs::path(runs_root) / name;
-    for (int i = 2; !is_empty_or_absent(dir); ++i) dir = fs::path(runs_root) / (name + "-" + std::to_string(i));
+    for (int i = 2; !is_empty_or_absent(dir); ++i)
+      dir = fs::path(runs_root) / (name + "-" + std::to_string(i));
   }
   std::error_code ec;
   fs::create_directories(dir, ec);

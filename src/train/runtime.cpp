@@ -24,7 +24,8 @@ c10::Device resolve_device(const std::string& device) {
   try {
     parsed = c10::Device(device);
   } catch (const std::exception&) {
-    throw std::invalid_argument("device \"" + device + "\" is not a device string (expected cpu, cuda or cuda:N)");
+    throw std::invalid_argument("device \"" + device +
+                                "\" is not a device string (expected cpu, cuda or cuda:N)");
   }
   if (parsed.is_cuda()) {
     if (!torch::cuda::is_available()) {

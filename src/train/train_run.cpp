@@ -44,12 +44,18 @@ struct RetrievalTask {
   RetrievalData data;
 };
 
-Task make_retrieval_task(const RunConfig& config, const c10::Device& device, std::shared_ptr<RetrievalTask> owner) {
+Task make_retrieval_task(const RunConfig& config, const c10::Device& device,
+                         std::shared_ptr<RetrievalTask> owner) {
   Task task;
   const RetrievalData& data = owner->data;
-  task.source = std::make_unique<RetrievalSampler>(data.train, config.train.batch_size, batch_seed(config.seed));
-  task.initial_loss = [owner, device](Transformer& m) { return retrieval_fixed_batch_loss(m, owner->data, device); };
-  task.evaluate = [owner, device](Transformer& m) { return evaluate_retrieval(m, owner->data, device).to_json(); };
+  task.source =
+      std::make_unique<RetrievalSampler>(data.train, config.train.batch_size, batch_seed(config.seed));
+  task.initial_loss = [owner, device](Transformer& m) {
+    return retrieval_fixed_batch_loss(m, owner->data, device);
+  };
+  task.evaluate = [owner, device](Transformer& m) {
+    return evaluate_retrieval(m, owner->data, device).to_json();
+  };
   task.table = format_retrieval_table;
   task.describe = std::to_string(data.train.size()) + " train / " + std::to_string(data.test.size()) +
                   " test retrieval examples";
@@ -85,7 +91,8 @@ Task make_task(const RunConfig& config, const c10::Device& device) {
   TokenFile train(config.data.train);
   auto val = std::make_shared<TokenFile>(config.data.val);
   check_same_tokenizer(val->tokenizer(), config.data.val, train.tokenizer(), config.data.train);
-  check_model_vocab(train.header(), config.data.train, config.model.inputs[0].vocab, config.model.output_vocab);
+  check_model_vocab(train.header(), config.data.train, config.model.inputs[0].vocab,
+                    config.model.output_vocab);
   return make_text_task(config, device, std::move(train), val);
 }
 

@@ -37,7 +37,8 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
     if (diagnose) {
       torch::NoGradGuard no_grad;
       out.max_abs_logit = result.logits.abs().max().item<double>();
-      for (const at::Tensor& r : result.residuals) out.act_rms.push_back(r.pow(2).mean().sqrt().item<double>());
+      for (const at::Tensor& r : result.residuals)
+        out.act_rms.push_back(r.pow(2).mean().sqrt().item<double>());
     }
   }
   return out;
@@ -81,10 +82,10 @@ TrainSummary Trainer::run(const EvalFn& evaluate) {
     const double grad_norm = clip_gradients(*model_, train.grad_clip);
     const bool finite = std::isfinite(grads.loss) && std::isfinite(grad_norm);
     if (!finite) {
-      const std::string what = "step " + std::to_string(done) + ": non-finite " +
-                               (std::isfinite(grads.loss) ? "gradient norm" : "loss") +
-                               " (loss=" + std::to_string(grads.loss) + ", grad_norm=" + std::to_string(grad_norm) +
-                               ", lr=" + std::to_string(lr) + ")";
+      const std::string what =
+          "step " + std::to_string(done) + ": non-finite " +
+          (std::isfinite(grads.loss) ? "gradient norm" : "loss") + " (loss=" + std::to_string(grads.loss) +
+          ", grad_norm=" + std::to_string(grad_norm) + ", lr=" + std::to_string(lr) + ")";
       if (train.nonfinite == NonfiniteAction::kAbort) throw NonFiniteError(what + "; no update was applied");
       folder_.log().warn("{}; update skipped", what);
       ++summary.skipped_steps;

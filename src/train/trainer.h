@@ -18,11 +18,11 @@ namespace causal {
 
 // What one optimizer step's forward/backward passes produced (gradients are left in the parameters).
 struct StepGradients {
-  double loss = 0.0;             // mean loss over the step's valid tokens
-  int64_t valid_tokens = 0;      // label positions in the loss, over all micro-batches
-  int64_t input_tokens = 0;      // positions fed to the model, padding included
-  double max_abs_logit = 0.0;    // of the last micro-batch (diagnostics only)
-  std::vector<double> act_rms;   // RMS of the residual stream after each block, last micro-batch
+  double loss = 0.0;            // mean loss over the step's valid tokens
+  int64_t valid_tokens = 0;     // label positions in the loss, over all micro-batches
+  int64_t input_tokens = 0;     // positions fed to the model, padding included
+  double max_abs_logit = 0.0;   // of the last micro-batch (diagnostics only)
+  std::vector<double> act_rms;  // RMS of the residual stream after each block, last micro-batch
 };
 
 // Zeroes the gradients, then accumulates them over `micro_batches` (already on the model's device) with
@@ -35,11 +35,11 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
 double clip_gradients(torch::nn::Module& model, double max_norm);
 
 struct TrainSummary {
-  int64_t steps = 0;           // optimizer steps taken (skipped ones included)
-  int64_t skipped_steps = 0;   // updates skipped for non-finite values (nonfinite = "skip")
-  double final_loss = 0.0;     // training loss of the last step
-  double seconds = 0.0;        // wall time of the loop
-  double tokens_per_s = 0.0;   // input positions per second over the whole loop
+  int64_t steps = 0;          // optimizer steps taken (skipped ones included)
+  int64_t skipped_steps = 0;  // updates skipped for non-finite values (nonfinite = "skip")
+  double final_loss = 0.0;    // training loss of the last step
+  double seconds = 0.0;       // wall time of the loop
+  double tokens_per_s = 0.0;  // input positions per second over the whole loop
 };
 
 class Trainer {
@@ -47,7 +47,8 @@ class Trainer {
   // Evaluation hook for eval_every: returns the figures to log as an "eval" metrics row.
   using EvalFn = std::function<nlohmann::json(Transformer& model, int64_t step)>;
 
-  Trainer(const RunConfig& config, Transformer model, BatchSource& source, RunFolder& folder, c10::Device device);
+  Trainer(const RunConfig& config, Transformer model, BatchSource& source, RunFolder& folder,
+          c10::Device device);
   TrainSummary run(const EvalFn& evaluate);
 
  private:
