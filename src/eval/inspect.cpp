@@ -223,8 +223,7 @@ std::string format_inspect(const InspectReport& r) {
   row("KV cache (2 B L T Hkv dk bytes)", with_commas(mem.kv_cache), human_bytes(mem.kv_cache));
   row("training: params + grads + AdamW", with_commas(mem.training), human_bytes(mem.training));
   row("inference: params + KV cache", with_commas(mem.inference), human_bytes(mem.inference));
-  out << "  (activations are not included: they depend on the kernels; `causal bench` measures peak "
-         "memory)\n\n";
+  out << "  (activations are not included: they depend on batch, context, kernels and dtype)\n\n";
 
   out << "compute-optimal (Chinchilla, D ~ 20 N): " << with_commas(r.scaling.compute_optimal_tokens)
       << " tokens, C ~ 6 N D = " << human_count(r.scaling.compute_optimal_flops, "FLOP");

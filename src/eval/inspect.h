@@ -40,7 +40,7 @@ struct FlopsPerToken {
   int64_t training_causal = 0;  // 3 x forward_causal
 };
 
-// Bytes, exact. Activations are not included: they depend on the kernels and are measured by `bench`.
+// Bytes, exact. Activations are not included: they depend on batch, context, kernels and dtype.
 struct MemoryPlan {
   int64_t bytes_per_element = 0;  // of parameters, gradients and the KV cache
   int64_t parameters = 0;         // total parameters * bytes_per_element
