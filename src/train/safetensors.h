@@ -1,0 +1,27 @@
+// Standard safetensors files: u64 little-endian header length, a JSON header naming each tensor's dtype,
+// shape and byte range, then the raw little-endian data. Model weights are stored this way so any
+// safetensors reader (Python, Rust, ...) can open a causal checkpoint.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace causal {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// Writes `tensors` (any device; copied to CPU) in the given order with string `metadata`, and fsyncs the
+// file. Throws CheckpointError naming the file or tensor on failure (unsupported dtype, duplicate name, IO).
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+// Reads every tensor (CPU, in file order) after checking the header: known dtypes, byte ranges that match
+// the shapes, lie inside the file and cover the data exactly once. Throws CheckpointError otherwise.
+NamedTensors load_safetensors(const std::string& path,
+                              std::map<std::string, std::string>* metadata = nullptr);
+
+}  // namespace causal
