@@ -8,9 +8,9 @@
 #include "config/config.h"
 #include "data/text_batches.h"
 #include "data/token_file.h"
-#include "data/tokenizer.h"
 #include "eval/objective.h"
 #include "model/transformer.h"
+#include "support/byte_docs.h"
 
 using namespace causal;
 namespace fs = std::filesystem;
@@ -25,15 +25,7 @@ struct DocFile {
     dir = fs::temp_directory_path() / ("causal_text_contract_" + std::to_string(::getpid()) + "_" +
                                        std::to_string(reinterpret_cast<uintptr_t>(this)));
     fs::create_directories(dir);
-    ByteTokenizer tok;
-    std::vector<int64_t> tokens, starts;
-    for (const std::string& d : docs) {
-      starts.push_back(static_cast<int64_t>(tokens.size()));
-      tokens.push_back(tok.info().bos_id);
-      for (int64_t id : tok.encode(d)) tokens.push_back(id);
-      tokens.push_back(tok.info().eos_id);
-    }
-    write_token_file((dir / "d.tok").string(), tok.info(), tokens, starts);
+    testing::write_byte_docs((dir / "d.tok").string(), docs);
     file = std::make_unique<TokenFile>((dir / "d.tok").string());
   }
   ~DocFile() { fs::remove_all(dir); }

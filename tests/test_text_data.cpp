@@ -23,6 +23,7 @@
 #include "data/text_encode.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
+#include "support/byte_docs.h"
 
 using namespace causal;
 namespace fs = std::filesystem;
@@ -63,19 +64,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
-// Byte-tokenizer token file of `docs`, each stored as [BOS, bytes..., EOS].
-void write_byte_docs(const std::string& path, const std::vector<std::string>& docs,
-                     std::optional<TokenDtype> dtype = std::nullopt) {
-  ByteTokenizer tok;
-  std::vector<int64_t> tokens, starts;
-  for (const std::string& d : docs) {
-    starts.push_back(static_cast<int64_t>(tokens.size()));
-    tokens.push_back(tok.info().bos_id);
-    for (int64_t id : tok.encode(d)) tokens.push_back(id);
-    tokens.push_back(tok.info().eos_id);
-  }
-  write_token_file(path, tok.info(), tokens, starts, dtype);
-}
+using causal::testing::write_byte_docs;
 
 // A tokenizer whose content ids name their place: id = kBase + 1000 * document + stored offset. Batches
 // built from such a file can be checked against the documents without trusting the row planner.
