@@ -12,8 +12,12 @@
 #include "config/config_io.h"
 #include "data/data_error.h"
 #include "data/text_encode.h"
+#include "eval/checkpoint_eval.h"
+#include "eval/generate.h"
 #include "eval/inspect.h"
+#include "train/checkpoint_error.h"
 #include "train/health.h"
+#include "train/interrupt.h"
 #include "train/run_folder.h"
 #include "train/train_run.h"
 
@@ -39,8 +43,12 @@ int guarded(F&& command) {
     return fail(kConfig, e.what());
   } catch (const causal::DataError& e) {
     return fail(kData, e.what());
+  } catch (const causal::CheckpointError& e) {
+    return fail(kCheckpoint, e.what());
   } catch (const causal::NonFiniteError& e) {
     return fail(kNumerical, e.what());
+  } catch (const causal::InterruptedRun& e) {
+    return fail(e.exit_code(), e.what());
   } catch (const std::exception& e) {
     return fail(kFailure, e.what());
   }
@@ -50,17 +58,26 @@ const char* kSetHelp =
     "Override one config field, typed by that field: --set model.d_model=256 --set "
     "train.optimizer.lr=3e-4 --set data.kind=text. Repeatable; applied in order before validation.";
 
+// --run and --checkpoint, shared by the commands that read a checkpoint.
+void add_checkpoint_options(CLI::App& command, std::string& run_dir, std::string& checkpoint) {
+  command.add_option("--run", run_dir, "Run folder (holds checkpoints/)")->required();
+  command.add_option("--checkpoint", checkpoint,
+                     "Step number or checkpoint directory (default: the newest valid checkpoint)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "causal: train decoder-only (causal) transformers from JSON configs and see what happened inside.\n"
-      "Exit codes: 0 ok, 2 config or usage, 3 data, 4 checkpoint, 5 non-finite loss/gradients."};
+      "Exit codes: 0 ok, 2 config or usage, 3 data, 4 checkpoint, 5 non-finite loss/gradients, 130/143 "
+      "stopped by SIGINT/SIGTERM after saving a checkpoint."};
   app.set_version_flag("--version", std::string("causal 0.1 (LibTorch ") + TORCH_VERSION + ")");
   app.require_subcommand(1);
 
   // train
-  std::string config_path, run_dir;
+  std::string config_path;
+  causal::TrainRequest train_request;
   std::vector<std::string> overrides;
   bool print_config = false;
   CLI::App* train = app.add_subcommand(
@@ -70,9 +87,22 @@ int main(int argc, char** argv) {
   train->add_option("--config", config_path, "Config file (JSON, // comments allowed); see docs/config.md")
       ->required();
   train->add_option("--set", overrides, kSetHelp);
-  train->add_option("--run-dir", run_dir,
-                    "Run folder to create (must be empty or absent). Default: runs/<name>, or runs/<name>-N "
-                    "when that is taken");
+  train->add_option("--run-dir", train_request.run_dir,
+                    "Run folder. With --resume auto, an existing one is continued from its newest valid "
+                    "checkpoint; otherwise it must be empty or absent. Default: runs/<name> (runs/<name>-N "
+                    "when that holds a finished run)");
+  train
+      ->add_option("--resume", train_request.resume,
+                   "auto: continue from the newest valid checkpoint of the run folder (--run-dir, or "
+                   "runs/<name> if that run is unfinished), else start fresh; never: always a new run; "
+                   "PATH: a checkpoint directory (or run folder) to continue from, in its own run folder "
+                   "or, with --run-dir, in a new one. The model/data config and seed must match it (exit 4)")
+      ->capture_default_str();
+  train
+      ->add_option("--stop-at-step", train_request.stop_at_step,
+                   "Save a checkpoint after step K and exit 0, as a preempted run would (to reproduce an "
+                   "interruption exactly)")
+      ->check(CLI::PositiveNumber);
   train->add_flag("--print-config", print_config,
                   "Print the resolved config (every default filled in) and exit");
 
@@ -98,6 +128,45 @@ int main(int argc, char** argv) {
   inspect->add_option("--dtype", dtype, "Storage type of parameters, gradients and KV cache")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   inspect->add_flag("--json", as_json, "Print the same figures as one JSON object");
+
+  // eval
+  causal::EvalRequest eval_request;
+  CLI::App* eval = app.add_subcommand(
+      "eval",
+      "Evaluate a checkpoint on a whole split: text -> loss, perplexity, bits per byte on data.val; "
+      "retrieval -> the controls table on the test split. Writes RUN/eval/step_N.json and prints a table.");
+  add_checkpoint_options(*eval, eval_request.run_dir, eval_request.checkpoint);
+  eval->add_option("--split", eval_request.split, "val (text) or test (retrieval); default: the task's")
+      ->check(CLI::IsMember({"val", "test"}));
+  eval->add_option("--set", eval_request.overrides,
+                   "Override data.* (e.g. data.val=other.tok, data.layout=padded), device or threads; the "
+                   "model must stay the trained one. Results then go to step_N.<split>-<hash>.json");
+
+  // generate
+  causal::GenerateRequest generate_request;
+  CLI::App* generate = app.add_subcommand(
+      "generate",
+      "Sample text from a text run's checkpoint with the KV cache (RoPE/learned positions at absolute "
+      "positions). Prints the prompt and its continuation.");
+  add_checkpoint_options(*generate, generate_request.run_dir, generate_request.checkpoint);
+  generate->add_option("--prompt", generate_request.prompt, "Prompt text (encoded as BOS + its bytes)")
+      ->required();
+  generate->add_option("--max-new-tokens", generate_request.max_new_tokens, "Tokens to generate at most")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  generate
+      ->add_option("--temperature", generate_request.temperature,
+                   "Softmax temperature; 0 = greedy (argmax)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  generate->add_option("--top-k", generate_request.top_k, "Sample among the K likeliest tokens; 0 = all")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  generate->add_option("--seed", generate_request.seed, "Seed of the sampling generator")->capture_default_str();
+  generate->add_option("--set", generate_request.overrides, "Override device or threads");
+  generate->add_flag("--verify-cache", generate_request.verify_cache,
+                     "Recompute the full causal pass at every step and end with the line "
+                     "`verify-cache max_abs_diff=<float>` (largest cached-vs-full logit difference)");
 
   // data encode / data inspect
   CLI::App* data =
@@ -140,7 +209,11 @@ int main(int argc, char** argv) {
         std::cout << causal::config_to_string(config) << "\n";
         return kOk;
       }
-      causal::train_run(config, causal::TrainRequest{run_dir});
+      const nlohmann::json outcome = causal::train_run(config, train_request);
+      if (outcome.contains("stopped_at_step")) {
+        std::cout << "stopped after step " << outcome["stopped_at_step"] << "; checkpoint "
+                  << outcome["checkpoint"].get<std::string>() << "\n";
+      }
       return kOk;
     });
   }
@@ -152,6 +225,23 @@ int main(int argc, char** argv) {
       causal::InspectReport report = causal::inspect_model(config.model, t, batch, dtype);
       std::cout << (as_json ? causal::inspect_to_json(report).dump(2) : causal::format_inspect(report))
                 << "\n";
+      return kOk;
+    });
+  }
+  if (eval->parsed()) {
+    return guarded([&] {
+      const causal::EvalOutcome outcome = causal::evaluate_checkpoint(eval_request);
+      std::cout << outcome.table << "written to " << outcome.file << "\n";
+      return kOk;
+    });
+  }
+  if (generate->parsed()) {
+    return guarded([&] {
+      const causal::GenerateResult result = causal::generate_text(generate_request);
+      std::cout << generate_request.prompt << result.text << "\n";
+      std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n",
+                   result.generated_ids.size(), static_cast<long long>(result.step), result.stop_reason.c_str());
+      if (generate_request.verify_cache) std::printf("verify-cache max_abs_diff=%.9g\n", result.max_abs_diff);
       return kOk;
     });
   }

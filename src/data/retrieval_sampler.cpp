@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "data/data_error.h"
+#include "data/generator_state.h"
+
 namespace causal {
 
 RetrievalSampler::RetrievalSampler(const RetrievalSplit& split, int64_t batch_size, uint64_t seed)
@@ -12,6 +15,18 @@ RetrievalSampler::RetrievalSampler(const RetrievalSplit& split, int64_t batch_si
 Batch RetrievalSampler::next() {
   at::Tensor rows = at::randint(split_.size(), {batch_size_}, generator_, at::kLong);  // (B)
   return split_.batch(rows);
+}
+
+nlohmann::json RetrievalSampler::state() const { return {{"generator", generator_state_hex(generator_)}}; }
+
+void RetrievalSampler::restore(const nlohmann::json& state) {
+  if (!state.is_object() || !state.contains("generator") || !state["generator"].is_string())
+    throw DataError("[retrieval sampler] bad sampler state " + state.dump().substr(0, 80));
+  try {
+    restore_generator_state(generator_, state["generator"].get<std::string>(), "retrieval sampler");
+  } catch (const std::runtime_error& e) {
+    throw DataError(std::string("[retrieval sampler] ") + e.what());
+  }
 }
 
 }  // namespace causal

@@ -13,6 +13,8 @@ class RetrievalSampler : public BatchSource {
   // `split` must outlive the sampler; `seed` drives only the row draws.
   RetrievalSampler(const RetrievalSplit& split, int64_t batch_size, uint64_t seed);
   Batch next() override;
+  nlohmann::json state() const override;  // {"generator": hex state of the row-draw generator}
+  void restore(const nlohmann::json& state) override;
 
  private:
   const RetrievalSplit& split_;

@@ -173,6 +173,10 @@ Batch TextBatchSource::next() {
   return collate_rows(file_, batch_rows, options_);
 }
 
+nlohmann::json TextBatchSource::state() const { return cursor_to_json(cursor()); }
+
+void TextBatchSource::restore(const nlohmann::json& state) { restore(cursor_from_json(state)); }
+
 void TextBatchSource::restore(const TextCursor& cursor) {
   if (cursor.epoch < 0 || cursor.position < 0) {
     throw DataError("[text batches] cannot restore cursor with negative epoch or position");

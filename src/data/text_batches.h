@@ -77,6 +77,8 @@ class TextBatchSource : public BatchSource {
  public:
   TextBatchSource(TokenFile file, const TextRowOptions& options, int64_t batch_size, uint64_t seed);
   Batch next() override;
+  nlohmann::json state() const override;           // cursor_to_json(cursor())
+  void restore(const nlohmann::json& state) override;  // restore(cursor_from_json(state))
 
   TextCursor cursor() const { return {epoch_, position_, seed_}; }
   // Continues from `cursor` (its seed replaces this source's). Throws DataError if its position lies

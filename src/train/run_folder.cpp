@@ -10,15 +10,16 @@
 namespace causal {
 namespace fs = std::filesystem;
 
-namespace {
-
-bool is_empty_or_absent(const fs::path& dir) {
+bool RunFolder::is_empty_or_absent(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return true;
   return fs::is_directory(dir, ec) && fs::is_empty(dir, ec);
 }
 
-}  // namespace
+std::unique_ptr<RunFolder> RunFolder::open_existing(const fs::path& dir) {
+  if (!fs::is_directory(dir)) throw RunFolderError("run folder " + dir.string() + " does not exist");
+  return std::unique_ptr<RunFolder>(new RunFolder(dir));
+}
 
 std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const std::string& runs_root,
                                              const std::string& name) {
@@ -27,7 +28,8 @@ std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const
     dir = requested;
     if (!is_empty_or_absent(dir)) {
       throw RunFolderError("run folder " + dir.string() +
-                           " already holds a run; choose another --run-dir (runs are never overwritten)");
+                           " already holds a run and no checkpoint of it is being resumed; choose another "
+                           "--run-dir (runs are never overwritten)");
     }
   } else {
     dir = fs::path(runs_root) / name;
@@ -82,6 +84,29 @@ void RunFolder::write_json(const std::string& file, const nlohmann::json& value)
 void RunFolder::append_metrics(const nlohmann::json& row) {
   metrics_ << row.dump() << "\n";
   metrics_.flush();
+}
+
+void RunFolder::truncate_metrics_after(int64_t step) {
+  const fs::path file = path_ / "metrics.jsonl";
+  const fs::path temp = path_ / "metrics.jsonl.tmp";
+  metrics_.close();
+  {
+    std::ifstream in(file);
+    std::ofstream out(temp, std::ios::trunc);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      const nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      // A torn last line (crash mid-write) is dropped like the rows after the checkpoint.
+      if (row.is_discarded() || row.value("step", int64_t{0}) > step) continue;
+      out << line << "\n";
+    }
+    out.flush();
+    if (!out) throw RunFolderError("cannot write " + temp.string());
+  }
+  fs::rename(temp, file);
+  metrics_.open(file, std::ios::app);
+  if (!metrics_) throw RunFolderError("cannot write " + file.string());
 }
 
 }  // namespace causal

@@ -24,6 +24,9 @@ class RunFolder {
   // folder, which must be empty or absent: an earlier run is never overwritten.
   static std::unique_ptr<RunFolder> create(const std::string& requested, const std::string& runs_root,
                                            const std::string& name);
+  // An existing run folder, to continue a run in it (resume). Throws RunFolderError if it is locked.
+  static std::unique_ptr<RunFolder> open_existing(const std::filesystem::path& dir);
+  static bool is_empty_or_absent(const std::filesystem::path& dir);
   ~RunFolder();
   RunFolder(const RunFolder&) = delete;
   RunFolder& operator=(const RunFolder&) = delete;
@@ -33,6 +36,8 @@ class RunFolder {
   void write_json(const std::string& file, const nlohmann::json& value) const;
   // One line of metrics.jsonl, flushed at once so a crash loses nothing already logged.
   void append_metrics(const nlohmann::json& row);
+  // Drops metrics rows logged after `step` (a resumed run repeats those steps); rewritten atomically.
+  void truncate_metrics_after(int64_t step);
   // Logs to log.txt (everything) and stderr (info and above).
   spdlog::logger& log() { return *logger_; }
 

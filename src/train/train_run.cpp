@@ -4,8 +4,12 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <chrono>
+#include <csignal>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "config/config_io.h"
 #include "data/retrieval_sampler.h"
@@ -15,6 +19,10 @@
 #include "eval/retrieval_eval.h"
 #include "eval/text_eval.h"
 #include "model/transformer.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_dir.h"
+#include "train/checkpoint_error.h"
+#include "train/interrupt.h"
 #include "train/run_folder.h"
 #include "train/runtime.h"
 #include "train/trainer.h"
@@ -38,6 +46,7 @@ struct Task {
   std::function<nlohmann::json(Transformer&)> evaluate;
   std::function<std::string(const nlohmann::json&)> table;
   std::string describe;  // one line for the log
+  nlohmann::json identity;  // what a checkpoint's data must still be to continue (beyond the config)
 };
 
 struct RetrievalTask {
@@ -59,6 +68,7 @@ Task make_retrieval_task(const RunConfig& config, const c10::Device& device,
   task.table = format_retrieval_table;
   task.describe = std::to_string(data.train.size()) + " train / " + std::to_string(data.test.size()) +
                   " test retrieval examples";
+  task.identity = {{"train_examples", data.train.size()}, {"test_examples", data.test.size()}};
   return task;
 }
 
@@ -79,6 +89,10 @@ Task make_text_task(const RunConfig& config, const c10::Device& device, TokenFil
     return evaluate_text(m, *val, rows, batch, device).to_json("val_");
   };
   task.table = format_text_table;
+  task.identity = {{"tokenizer", source_view->file().tokenizer().name},
+                   {"tokenizer_description", source_view->file().tokenizer().describe()},
+                   {"train_tokens", source_view->file().num_tokens()},
+                   {"train_documents", source_view->file().num_documents()}};
   return task;
 }
 
@@ -96,16 +110,128 @@ Task make_task(const RunConfig& config, const c10::Device& device) {
   return make_text_task(config, device, std::move(train), val);
 }
 
+
+namespace fs = std::filesystem;
+
+// Where a run starts: a new folder, or a checkpoint (in its own folder or forked into a new one).
+struct StartPlan {
+  fs::path continue_in;            // existing run folder to continue in; empty = create one
+  std::string checkpoint_ref;      // with continue_in: find_checkpoint's ref ("" = newest)
+  std::optional<fs::path> fork_from;  // checkpoint to start a new folder from
+};
+
+bool has_valid_checkpoint(const fs::path& run_dir) {
+  return fs::is_directory(run_dir / "checkpoints") && latest_valid_checkpoint(run_dir / "checkpoints");
+}
+
+StartPlan plan_start(const RunConfig& config, const TrainRequest& request) {
+  StartPlan plan;
+  if (request.resume == "never") return plan;
+  if (request.resume == "auto") {
+    if (!request.run_dir.empty()) {
+      if (has_valid_checkpoint(request.run_dir)) plan.continue_in = request.run_dir;
+      return plan;
+    }
+    // Without --run-dir, only an unfinished run of the same name is continued; a finished one is kept
+    // and the new run gets a folder of its own.
+    const fs::path named = fs::path(request.runs_root) / config.name;
+    if (has_valid_checkpoint(named) &&
+        read_checkpoint(find_checkpoint(named, "")).state.step < config.train.steps) {
+      plan.continue_in = named;
+    }
+    return plan;
+  }
+  const fs::path checkpoint = find_checkpoint(fs::path(), request.resume);
+  const fs::path owner = checkpoint.parent_path().parent_path();
+  if (request.run_dir.empty() || fs::weakly_canonical(request.run_dir) == fs::weakly_canonical(owner)) {
+    plan.continue_in = owner;
+    plan.checkpoint_ref = checkpoint.string();
+  } else {
+    plan.fork_from = checkpoint;
+  }
+  return plan;
+}
+
+// The requested config must describe the same model, data and seed as the checkpoint's; other fields
+// (steps, intervals, threads) may change and are only reported.
+void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested, const Task& task,
+                     spdlog::logger* log) {
+  std::vector<std::string> errors =
+      config_differences(from.config, requested, {"model", "data", "seed"});
+  if (from.state.data_identity != task.identity) {
+    errors.push_back("training data: checkpoint " + from.state.data_identity.dump() + ", now " +
+                     task.identity.dump());
+  }
+  if (!errors.empty()) {
+    std::string message = "[checkpoint] " + from.dir.string() + " cannot continue with this config: ";
+    for (size_t i = 0; i < errors.size(); ++i) message += (i ? "; " : "") + errors[i];
+    throw CheckpointError(message);
+  }
+  if (log) {
+    for (const std::string& change : config_differences(from.config, requested, {"name", "device", "threads", "train"}))
+      log->warn("config changed since the checkpoint: {}", change);
+  }
+}
+
+bool all_finite(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : model.parameters()) {
+    if (!p.isfinite().all().item<bool>()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   const int64_t threads = configure_threads(config.threads);
   const c10::Device device = resolve_device(config.device);
-  Task task = make_task(config, device);
+  const nlohmann::json config_json = config_to_json(config);
+  if (request.stop_at_step < 0 || request.stop_at_step > config.train.steps) {
+    throw std::invalid_argument("--stop-at-step " + std::to_string(request.stop_at_step) +
+                                " is outside 1..train.steps (" + std::to_string(config.train.steps) + ")");
+  }
 
-  auto folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
-  folder->write_json("config.json", config_to_json(config));
+  // Lock a folder we continue in before reading its checkpoints: another process may be writing them.
+  const StartPlan plan = plan_start(config, request);
+  std::unique_ptr<RunFolder> folder;
+  std::optional<CheckpointInfo> from;
+  if (!plan.continue_in.empty()) {
+    folder = RunFolder::open_existing(plan.continue_in);
+    remove_stale_temporaries(plan.continue_in / "checkpoints");
+    from = read_checkpoint(find_checkpoint(plan.continue_in, plan.checkpoint_ref));
+    if (auto newest = latest_valid_checkpoint(plan.continue_in / "checkpoints");
+        newest && read_checkpoint(*newest).state.step > from->state.step) {
+      throw CheckpointError("[checkpoint] " + plan.continue_in.string() + " has checkpoints newer than " +
+                            from->dir.filename().string() + "; continuing there would overwrite them. Pass "
+                            "--run-dir NEW to start a new run folder from that checkpoint");
+    }
+  } else if (plan.fork_from) {
+    from = read_checkpoint(*plan.fork_from);
+  }
+  if (from && request.stop_at_step > 0 && request.stop_at_step <= from->state.step) {
+    throw std::invalid_argument("--stop-at-step " + std::to_string(request.stop_at_step) +
+                                ": the run continues after step " + std::to_string(from->state.step));
+  }
+
+  Task task = make_task(config, device);
+  if (from) check_resumable(*from, config_json, task, folder ? &folder->log() : nullptr);
+  if (from && !plan.continue_in.empty() && from->state.step == config.train.steps &&
+      fs::exists(plan.continue_in / "results.json")) {
+    std::ifstream in(plan.continue_in / "results.json");
+    const nlohmann::json results = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!results.is_discarded()) {
+      folder->log().info("run {} already finished at step {}; nothing to do (--resume never starts a new run)",
+                         plan.continue_in.string(), from->state.step);
+      if (request.print_table) std::cout << task.table(results) << std::flush;
+      return results;
+    }
+  }
+  if (!folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
+  if (from && !plan.continue_in.empty()) folder->truncate_metrics_after(from->state.step);
+  folder->write_json("config.json", config_json);
   auto& log = folder->log();
+  const fs::path checkpoint_root = folder->path() / "checkpoints";
 
   torch::manual_seed(static_cast<uint64_t>(config.seed));
   Transformer model(config.model);
@@ -113,25 +239,91 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
            parameter_count(*model), task.describe, device.str(), threads);
 
-  nlohmann::json results;
-  results["initial_loss"] = task.initial_loss(model);
   Trainer trainer(config, model, *task.source, *folder, device);
-  TrainSummary summary = trainer.run([&](Transformer& m, int64_t) { return task.evaluate(m); });
+  TrainProgress start;
+  double initial_loss = 0.0;
+  if (from) {
+    load_model_weights(from->dir, *model);
+    load_optimizer_state(from->dir, *model, trainer.optimizer());
+    task.source->restore(from->state.data);
+    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps};
+    initial_loss = from->state.initial_loss;
+    restore_global_rng(from->state.rng, device);  // last: nothing after it may draw random numbers
+    log.info("resuming from {} (step {} of {})", from->dir.string(), start.step, config.train.steps);
+  } else {
+    initial_loss = task.initial_loss(model);
+    if (request.resume == "auto") log.info("no checkpoint to resume: starting at step 0");
+  }
 
+  fs::path last_checkpoint = from ? from->dir : fs::path();
+  auto save = [&](const TrainProgress& progress) {
+    if (!all_finite(*model)) {
+      log.error("step {}: the model holds non-finite values; no checkpoint written", progress.step);
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    TrainingState state;
+    state.step = progress.step;
+    state.tokens_seen = progress.tokens_seen;
+    state.skipped_steps = progress.skipped_steps;
+    state.initial_loss = initial_loss;
+    state.data = task.source->state();
+    state.data_identity = task.identity;
+    state.rng = capture_global_rng(device);
+    last_checkpoint = save_checkpoint(checkpoint_root, state, *model, trainer.optimizer(), config_json);
+    prune_checkpoints(checkpoint_root, config.train.keep_checkpoints);
+    log.debug("checkpoint {} written in {:.3f}s", last_checkpoint.string(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  };
+
+  int signal = 0;
+  bool stopped = false;
+  TrainSummary summary;
+  {
+    InterruptGuard interrupts;
+    summary = trainer.run(
+        start, [&](Transformer& m, int64_t) { return task.evaluate(m); },
+        [&](const TrainProgress& p) {
+          signal = interrupts.pending();
+          stopped = p.step == request.stop_at_step;
+          const bool periodic = config.train.checkpoint_every > 0 && p.step % config.train.checkpoint_every == 0;
+          if (signal || stopped || periodic || p.step == config.train.steps) save(p);
+          return !signal && !stopped;
+        });
+  }
+  const TrainProgress& progress = summary.progress;
+  if (signal) {
+    const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    log.warn("{} received: stopped after step {}; checkpoint {}", name, progress.step, last_checkpoint.string());
+    throw InterruptedRun(name + ": stopped after step " + std::to_string(progress.step) + ", checkpoint " +
+                             last_checkpoint.string() + "; run the same command to continue",
+                         128 + signal);
+  }
+  if (stopped) {
+    log.info("stopped after step {} (--stop-at-step); checkpoint {}", progress.step, last_checkpoint.string());
+    return {{"stopped_at_step", progress.step},
+            {"checkpoint", last_checkpoint.string()},
+            {"run_dir", folder->path().string()}};
+  }
+
+  nlohmann::json results;
+  results["initial_loss"] = initial_loss;
   const nlohmann::json report = task.evaluate(model);
   results.update(report);
-  results["steps"] = summary.steps;
-  results["skipped_steps"] = summary.skipped_steps;
+  results["steps"] = progress.step;
+  results["skipped_steps"] = progress.skipped_steps;
+  results["tokens_seen"] = progress.tokens_seen;
   results["final_train_loss"] = summary.final_loss;
   results["train_seconds"] = summary.seconds;
   results["tokens_per_s"] = summary.tokens_per_s;
   results["run_dir"] = folder->path().string();
+  results["checkpoint"] = last_checkpoint.string();
   nlohmann::json eval_row = report;
   eval_row["kind"] = "eval";
-  eval_row["step"] = summary.steps;
+  eval_row["step"] = progress.step;
   folder->append_metrics(eval_row);
   folder->write_json("results.json", results);
-  log.info("trained {} steps in {:.2f}s ({:.0f} tokens/s); results in {}", summary.steps, summary.seconds,
+  log.info("trained to step {} in {:.2f}s ({:.0f} tokens/s); results in {}", progress.step, summary.seconds,
            summary.tokens_per_s, (folder->path() / "results.json").string());
   if (request.print_table) std::cout << task.table(results) << std::flush;
   return results;

@@ -58,17 +58,19 @@ Trainer::Trainer(const RunConfig& config, Transformer model, BatchSource& source
       device_(device),
       optimizer_(make_adamw(*model_, config.train.optimizer)) {}
 
-TrainSummary Trainer::run(const EvalFn& evaluate) {
+TrainSummary Trainer::run(const TrainProgress& start, const EvalFn& evaluate, const AfterStepFn& after_step) {
   const TrainConfig& train = config_.train;
   using Clock = std::chrono::steady_clock;
   const auto loop_start = Clock::now();
   auto window_start = loop_start;
-  int64_t window_tokens = 0, total_tokens = 0;
+  int64_t window_tokens = 0, loop_tokens = 0;
   TrainSummary summary;
-  ProgressLine progress(0, train.steps);
+  summary.progress = start;
+  TrainProgress& progress = summary.progress;
+  ProgressLine progress_line(start.step, train.steps);
   model_->train();
 
-  for (int64_t step = 0; step < train.steps; ++step) {
+  for (int64_t step = start.step; step < train.steps; ++step) {
     const int64_t done = step + 1;  // steps are reported 1-based: "after step N"
     const bool log_row = step == 0 || done % train.log_every == 0 || done == train.steps;
 
@@ -88,14 +90,15 @@ TrainSummary Trainer::run(const EvalFn& evaluate) {
           ", grad_norm=" + std::to_string(grad_norm) + ", lr=" + std::to_string(lr) + ")";
       if (train.nonfinite == NonfiniteAction::kAbort) throw NonFiniteError(what + "; no update was applied");
       folder_.log().warn("{}; update skipped", what);
-      ++summary.skipped_steps;
+      ++progress.skipped_steps;
     } else {
       optimizer_->step();
     }
-    summary.steps = done;
+    progress.step = done;
+    progress.tokens_seen += grads.input_tokens;
     summary.final_loss = grads.loss;
     window_tokens += grads.input_tokens;
-    total_tokens += grads.input_tokens;
+    loop_tokens += grads.input_tokens;
 
     const double since_start = std::chrono::duration<double>(Clock::now() - loop_start).count();
     if (log_row) {
@@ -109,6 +112,7 @@ TrainSummary Trainer::run(const EvalFn& evaluate) {
                               {"clipped", train.grad_clip > 0 && grad_norm > train.grad_clip},
                               {"valid_tokens", grads.valid_tokens},
                               {"tokens_per_s", tokens_per_s},
+                              {"tokens_seen", progress.tokens_seen},
                               {"elapsed", since_start},
                               {"max_abs_logit", grads.max_abs_logit},
                               {"finite", finite},
@@ -116,8 +120,8 @@ TrainSummary Trainer::run(const EvalFn& evaluate) {
       window_start = Clock::now();
       window_tokens = 0;
     }
-    const double overall_rate = since_start > 0 ? static_cast<double>(total_tokens) / since_start : 0.0;
-    progress.update(done, grads.loss, lr, overall_rate);
+    const double overall_rate = since_start > 0 ? static_cast<double>(loop_tokens) / since_start : 0.0;
+    progress_line.update(done, grads.loss, lr, overall_rate);
 
     if (train.eval_every > 0 && done % train.eval_every == 0 && done != train.steps && evaluate) {
       model_->eval();
@@ -127,11 +131,12 @@ TrainSummary Trainer::run(const EvalFn& evaluate) {
       row["step"] = done;
       folder_.append_metrics(row);
     }
+    if (after_step && !after_step(progress)) break;
   }
-  progress.finish();
+  progress_line.finish();
   model_->eval();
   summary.seconds = std::chrono::duration<double>(Clock::now() - loop_start).count();
-  summary.tokens_per_s = summary.seconds > 0 ? static_cast<double>(total_tokens) / summary.seconds : 0.0;
+  summary.tokens_per_s = summary.seconds > 0 ? static_cast<double>(loop_tokens) / summary.seconds : 0.0;
   return summary;
 }
 

@@ -34,22 +34,32 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
 // (max_norm <= 0: no clipping). Returns the pre-clip norm.
 double clip_gradients(torch::nn::Module& model, double max_norm);
 
-struct TrainSummary {
-  int64_t steps = 0;          // optimizer steps taken (skipped ones included)
+// Where the loop stands; a resumed run starts from the checkpoint's values.
+struct TrainProgress {
+  int64_t step = 0;           // optimizer steps completed (skipped ones included)
+  int64_t tokens_seen = 0;    // input positions fed to the model, padding included
   int64_t skipped_steps = 0;  // updates skipped for non-finite values (nonfinite = "skip")
-  double final_loss = 0.0;    // training loss of the last step
-  double seconds = 0.0;       // wall time of the loop
-  double tokens_per_s = 0.0;  // input positions per second over the whole loop
+};
+
+struct TrainSummary {
+  TrainProgress progress;     // at the end of the loop
+  double final_loss = 0.0;    // training loss of the last step of this process (0 if it took none)
+  double seconds = 0.0;       // wall time of this process's loop
+  double tokens_per_s = 0.0;  // input positions per second over this process's loop
 };
 
 class Trainer {
  public:
   // Evaluation hook for eval_every: returns the figures to log as an "eval" metrics row.
   using EvalFn = std::function<nlohmann::json(Transformer& model, int64_t step)>;
+  // Called after every step (checkpoints, stop requests); returning false ends the loop there.
+  using AfterStepFn = std::function<bool(const TrainProgress& progress)>;
 
   Trainer(const RunConfig& config, Transformer model, BatchSource& source, RunFolder& folder,
           c10::Device device);
-  TrainSummary run(const EvalFn& evaluate);
+  torch::optim::AdamW& optimizer() { return *optimizer_; }
+  // Trains from `start` up to config.train.steps, or until after_step returns false.
+  TrainSummary run(const TrainProgress& start, const EvalFn& evaluate, const AfterStepFn& after_step);
 
  private:
   const RunConfig& config_;

@@ -1,0 +1,27 @@
+// `causal eval`: scores a checkpoint on a whole split and records the figures in the run folder.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace causal {
+
+struct EvalRequest {
+  std::string run_dir;                 // run folder holding checkpoints/
+  std::string checkpoint;              // "" newest valid, a step number, or a checkpoint directory
+  std::string split;                   // "" = the task's held-out split: "val" (text), "test" (retrieval)
+  std::vector<std::string> overrides;  // data.*, device, threads (load_checkpoint_model)
+};
+
+struct EvalOutcome {
+  nlohmann::json figures;  // written to `file`: top-level "loss" (+ perplexity, bits_per_byte for text)
+  std::string file;        // run_dir/eval/step_N.json, or step_N.<split>-<hash of overrides>.json with --set
+  std::string table;       // human-readable
+};
+
+// Text: loss, perplexity and bits per byte over every row of data.val (only that file is opened).
+// Retrieval: the full controls table on the test split. Throws CheckpointError, ConfigError, DataError.
+EvalOutcome evaluate_checkpoint(const EvalRequest& request);
+
+}  // namespace causal

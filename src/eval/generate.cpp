@@ -1,0 +1,98 @@
+// Incremental decoding: the prompt is one cached chunk, then one token per step at absolute positions.
+#include "eval/generate.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/utils.h>
+
+#include <stdexcept>
+
+#include "data/data_error.h"
+#include "data/tokenizer.h"
+#include "eval/checkpoint_model.h"
+#include "model/kv_cache.h"
+#include "train/checkpoint_error.h"
+
+namespace causal {
+namespace {
+
+// Picks the next id from (V) logits: argmax at temperature 0, else a draw from the tempered softmax
+// restricted to the top_k largest logits.
+int64_t pick_token(const at::Tensor& logits, double temperature, int64_t top_k, at::Generator& generator) {
+  if (temperature <= 0.0) return logits.argmax().item<int64_t>();
+  at::Tensor scaled = logits.to(at::kDouble).cpu() / temperature;
+  if (top_k > 0 && top_k < scaled.size(0)) {
+    const double kth = std::get<0>(scaled.topk(top_k)).min().item<double>();
+    scaled = scaled.masked_fill(scaled < kth, -std::numeric_limits<double>::infinity());
+  }
+  return at::multinomial(scaled.softmax(0), 1, /*replacement=*/false, generator).item<int64_t>();
+}
+
+}  // namespace
+
+GenerateResult generate_text(const GenerateRequest& request) {
+  for (const std::string& o : request.overrides) {
+    if (o.rfind("device=", 0) != 0 && o.rfind("threads=", 0) != 0)
+      throw std::invalid_argument("generate: --set " + o + ": only device and threads can be set");
+  }
+  CheckpointModel loaded = load_checkpoint_model(request.run_dir, request.checkpoint, request.overrides);
+  const RunConfig& config = loaded.config;
+  if (config.data.kind != DataKind::kText) {
+    throw CheckpointError("[generate] " + loaded.checkpoint.dir.string() +
+                          " is a retrieval model; generate needs a text run");
+  }
+  const auto tokenizer =
+      make_tokenizer(loaded.checkpoint.state.data_identity.value("tokenizer", std::string("bytes")));
+  const TokenizerInfo& info = tokenizer->info();
+  if (config.model.output_vocab != info.vocab_size) {
+    throw DataError("[generate] tokenizer " + info.describe() + " does not fit the model's output_vocab " +
+                    std::to_string(config.model.output_vocab));
+  }
+
+  GenerateResult result;
+  result.step = loaded.checkpoint.state.step;
+  result.prompt_ids.push_back(info.bos_id);
+  for (int64_t id : tokenizer->encode(request.prompt)) result.prompt_ids.push_back(id);
+  const int64_t context = config.model.max_seq_len;
+  const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());
+  if (prompt_len > context) {
+    throw std::invalid_argument("generate: the prompt is " + std::to_string(prompt_len) +
+                                " tokens with BOS, longer than the model's context (model.max_seq_len " +
+                                std::to_string(context) + "); shorten it (prompts are never truncated)");
+  }
+
+  torch::NoGradGuard no_grad;
+  Transformer& model = loaded.model;
+  const auto long_options = at::TensorOptions().dtype(at::kLong).device(loaded.device);
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(request.seed);
+  KVCache cache(config.model.n_layers, /*batch_size=*/1, context);
+  std::vector<int64_t> all = result.prompt_ids;
+  at::Tensor chunk = at::tensor(result.prompt_ids, long_options).unsqueeze(0);  // (1,T)
+  result.stop_reason = "max_new_tokens";
+  for (int64_t i = 0; i < request.max_new_tokens; ++i) {
+    ForwardOptions options;
+    options.cache = &cache;
+    const at::Tensor cached = model->forward(ModelInputs{chunk}, options).logits[0];  // (Tchunk,V)
+    if (request.verify_cache) {
+      const at::Tensor full = model->forward(ModelInputs{at::tensor(all, long_options).unsqueeze(0)}).logits[0];
+      const at::Tensor expected = full.slice(0, full.size(0) - cached.size(0));
+      result.max_abs_diff = std::max(result.max_abs_diff, (cached - expected).abs().max().item<double>());
+    }
+    const int64_t next = pick_token(cached[-1], request.temperature, request.top_k, generator);
+    result.generated_ids.push_back(next);
+    all.push_back(next);
+    if (next == info.eos_id) {
+      result.stop_reason = "eos";
+      break;
+    }
+    if (static_cast<int64_t>(all.size()) > context) {  // `next` would be fed at position context
+      result.stop_reason = "context";
+      break;
+    }
+    chunk = at::tensor(std::vector<int64_t>{next}, long_options).unsqueeze(0);
+  }
+  result.text = tokenizer->decode(result.generated_ids);
+  return result;
+}
+
+}  // namespace causal

@@ -1,0 +1,38 @@
+// `causal generate`: sampling from a text checkpoint with the KV cache, optionally checked step by step
+// against the full causal pass.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace causal {
+
+struct GenerateRequest {
+  std::string run_dir;
+  std::string checkpoint;              // "" newest valid, a step number, or a checkpoint directory
+  std::vector<std::string> overrides;  // device, threads
+  std::string prompt;                  // text; encoded as [BOS, bytes...]
+  int64_t max_new_tokens = 200;
+  double temperature = 1.0;  // 0 = greedy
+  int64_t top_k = 0;         // 0 = the whole vocabulary
+  uint64_t seed = 0;         // sampling generator; the same seed gives the same text
+  bool verify_cache = false;  // recompute the full pass at every step and compare logits
+};
+
+struct GenerateResult {
+  std::vector<int64_t> prompt_ids;     // BOS + prompt
+  std::vector<int64_t> generated_ids;  // new tokens (EOS included when it ended the text)
+  std::string text;                    // the decoded new tokens
+  std::string stop_reason;             // "eos", "max_new_tokens" or "context" (model.max_seq_len reached)
+  double max_abs_diff = 0.0;           // with verify_cache: largest |cached - full| logit over all steps
+  int64_t step = 0;                    // checkpoint step
+};
+
+// Context rule: the prompt with BOS may hold at most model.max_seq_len tokens (never truncated; longer is
+// std::invalid_argument); generation stops at EOS, after max_new_tokens, or when the next input would
+// sit at position max_seq_len.
+// Throws CheckpointError/ConfigError/DataError (not a text run, another tokenizer).
+GenerateResult generate_text(const GenerateRequest& request);
+
+}  // namespace causal
