@@ -62,7 +62,8 @@ const char* const kNonDefaultRetrieval = R"({
                           "decay_norms_and_embeddings": true},
             "schedule": {"kind": "wsd", "warmup_steps": 5, "min_lr_ratio": 0.05, "decay_fraction": 0.3},
             "grad_clip": 0.5, "log_every": 5, "eval_every": 10, "checkpoint_every": 25,
-            "keep_checkpoints": 4, "nonfinite": "skip"}
+            "keep_checkpoints": 4, "nonfinite": "skip", "max_consecutive_skips": 2, "diag_every": 7,
+            "spike_window": 20, "spike_threshold": 4.5}
 })";
 
 // The same with text data: every data field differs from its default, data.kind included.
@@ -84,7 +85,8 @@ const char* const kNonDefaultText = R"({
                           "decay_norms_and_embeddings": true},
             "schedule": {"kind": "linear", "warmup_steps": 6, "min_lr_ratio": 0.0, "decay_fraction": 0.5},
             "grad_clip": 0.0, "log_every": 3, "eval_every": 30, "checkpoint_every": 20,
-            "keep_checkpoints": 2, "nonfinite": "skip"}
+            "keep_checkpoints": 2, "nonfinite": "skip", "max_consecutive_skips": 9, "diag_every": 3,
+            "spike_window": 30, "spike_threshold": 3.0}
 })";
 
 template <class T>

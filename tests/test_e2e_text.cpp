@@ -48,7 +48,7 @@ CATCH_TEST_CASE("a small byte-level model learns the Brown sample and layouts ag
   torch::manual_seed(static_cast<uint64_t>(config.seed));
   Transformer model(config.model);
   const TextEvalReport before = evaluate_text(model, val, rows, 16, torch::kCPU);
-  Trainer(config, model, source, *folder, torch::kCPU).run(TrainProgress{}, nullptr, nullptr);
+  Trainer(config, model, source, *folder, torch::kCPU).run(TrainProgress{}, TrainHooks{});
   const TextEvalReport after = evaluate_text(model, val, rows, 16, torch::kCPU);
   // Uniform guessing over 259 ids is 8.0 bits per byte and English byte unigrams ~4.4: learning must beat
   // both.

@@ -71,13 +71,13 @@ nlohmann::json run(const RunConfig& config, const fs::path& dir, int64_t stop_at
   return train_run(config, request);
 }
 
-// metrics.jsonl without the wall-clock fields, which legitimately differ between processes.
+// metrics.jsonl without the wall-clock and memory fields, which legitimately differ between processes.
 std::vector<nlohmann::json> metrics(const fs::path& dir) {
   std::vector<nlohmann::json> rows;
   std::ifstream in(dir / "metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     nlohmann::json row = nlohmann::json::parse(line);
-    for (const char* clock : {"tokens_per_s", "elapsed"}) row.erase(clock);
+    for (const char* clock : {"tokens_per_s", "elapsed", "mfu", "peak_rss_mib"}) row.erase(clock);
     rows.push_back(row);
   }
   return rows;

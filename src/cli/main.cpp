@@ -17,6 +17,7 @@
 #include "eval/inspect.h"
 #include "train/checkpoint_error.h"
 #include "train/health.h"
+#include "train/forensics.h"
 #include "train/interrupt.h"
 #include "train/run_folder.h"
 #include "train/train_run.h"
@@ -84,8 +85,9 @@ int main(int argc, char** argv) {
       "train",
       "Train a model from a config; writes runs/NAME/ (config.json, log.txt, metrics.jsonl, results.json) "
       "and prints the results table.");
-  train->add_option("--config", config_path, "Config file (JSON, // comments allowed); see docs/config.md")
-      ->required();
+  std::string replay_bundle;
+  train->add_option("--config", config_path,
+                    "Config file (JSON, // comments allowed); see docs/config.md. Required unless --replay");
   train->add_option("--set", overrides, kSetHelp);
   train->add_option("--run-dir", train_request.run_dir,
                     "Run folder. With --resume auto, an existing one is continued from its newest valid "
@@ -103,6 +105,13 @@ int main(int argc, char** argv) {
                    "Save a checkpoint after step K and exit 0, as a preempted run would (to reproduce an "
                    "interruption exactly)")
       ->check(CLI::PositiveNumber);
+  train->add_option("--inject-fault", train_request.inject_fault,
+                    "Fault injection for drills and tests: KIND:NAME@STEP fills a weight (weight:PARAM), a "
+                    "sub-layer output (activation:embed|blocks.<i>.attn|blocks.<i>.ffn|final_norm|logits) or a "
+                    "gradient (gradient:PARAM) with NaN at that step");
+  train->add_option("--replay", replay_bundle,
+                    "Recompute the step saved in a forensics bundle (RUN/forensics/step_N) from its weights, "
+                    "batch and RNG state, and report whether it is non-finite again (exit 5) and where");
   train->add_flag("--print-config", print_config,
                   "Print the resolved config (every default filled in) and exit");
 
@@ -141,6 +150,15 @@ int main(int argc, char** argv) {
   eval->add_option("--set", eval_request.overrides,
                    "Override data.* (e.g. data.val=other.tok, data.layout=padded), device or threads; the "
                    "model must stay the trained one. Results then go to step_N.<split>-<hash>.json");
+  eval->add_flag("--attention", eval_request.attention,
+                 "Add attention maps of the first example (per layer and head) and each head's attention "
+                 "entropy (where a head reads, not what matters: see docs/diagnostics.md)");
+  eval->add_flag("--ablate-heads", eval_request.ablate_heads,
+                 "Zero each head's output in turn and report the change in loss and accuracy");
+  eval->add_option("--probe-batches", eval_request.probe_batches,
+                   "Text runs: validation batches the probes use (retrieval uses the whole test split)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   // generate
   causal::GenerateRequest generate_request;
@@ -204,6 +222,16 @@ int main(int argc, char** argv) {
 
   if (train->parsed()) {
     return guarded([&] {
+      if (!replay_bundle.empty()) {
+        const causal::ReplayResult replay = causal::replay_step(replay_bundle);
+        std::cout << "step " << replay.step << " as recorded: " << replay.original_message << "\n"
+                  << "step " << replay.step << " replayed:    loss=" << replay.outcome.grads.loss
+                  << " grad_norm=" << replay.outcome.grad_norm << " finite=" << std::boolalpha
+                  << replay.outcome.finite
+                  << (replay.outcome.finite ? "" : "; " + replay.outcome.nonfinite_cause) << "\n";
+        return replay.outcome.finite ? kOk : kNumerical;
+      }
+      if (config_path.empty()) throw std::invalid_argument("train: --config is required (or --replay BUNDLE)");
       causal::RunConfig config = causal::load_config(config_path, overrides);
       if (print_config) {
         std::cout << causal::config_to_string(config) << "\n";

@@ -177,6 +177,10 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;  // steps between checkpoints; 0 = only at the end
   int64_t keep_checkpoints = 3;  // newest checkpoints kept
   NonfiniteAction nonfinite = NonfiniteAction::kAbort;  // "abort" | "skip" on a non-finite loss/grad
+  int64_t max_consecutive_skips = 5;  // "skip": abort (exit 5) after this many skipped steps in a row
+  int64_t diag_every = 50;            // steps between per-layer grad norms and update/weight ratios
+  int64_t spike_window = 100;         // steps in the rolling mean/std of loss and grad norm
+  double spike_threshold = 6.0;       // z-score above which a step is flagged as a spike
 
   template <class V>
   void visit_fields(V& v) {
@@ -191,6 +195,10 @@ struct TrainConfig {
     v.field("checkpoint_every", checkpoint_every);
     v.field("keep_checkpoints", keep_checkpoints);
     v.field("nonfinite", nonfinite);
+    v.field("max_consecutive_skips", max_consecutive_skips);
+    v.field("diag_every", diag_every);
+    v.field("spike_window", spike_window);
+    v.field("spike_threshold", spike_threshold);
   }
 };
 

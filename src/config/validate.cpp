@@ -279,6 +279,11 @@ void validate_train(const TrainConfig& t, const Checker& check) {
   check.at_least("train.checkpoint_every", t.checkpoint_every, 0, " (0 = only at the end)");
   // Two kept checkpoints mean a crash while writing the newest still leaves a complete one.
   check.at_least("train.keep_checkpoints", t.keep_checkpoints, 2);
+  check.at_least("train.max_consecutive_skips", t.max_consecutive_skips, 1);
+  check.at_least("train.diag_every", t.diag_every, 1);
+  // A z-score needs a few samples before it means anything.
+  check.at_least("train.spike_window", t.spike_window, 8);
+  check.positive("train.spike_threshold", t.spike_threshold);
 }
 
 }  // namespace

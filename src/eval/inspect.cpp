@@ -158,6 +158,12 @@ InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t b
   mem.optimizer = p.total * 2 * 4;
   mem.kv_cache = kv_cache_bytes(batch, m.n_layers, t, m.n_kv_heads, dk, b);
   mem.training = mem.parameters + mem.gradients + mem.optimizer;
+  {
+    const int64_t bt = batch * t, c = m.ffn == FfnKind::kGelu ? 2 : 4;
+    const int64_t per_block = bt * (6 * m.d_model + 2 * m.n_kv_heads * dk + c * m.ffn_hidden) +
+                              2 * batch * m.n_heads * t * t;
+    mem.activations = (m.n_layers * per_block + bt * (3 * m.d_model + 2 * m.output_vocab)) * b;
+  }
   mem.inference = mem.parameters + mem.kv_cache;
 
   r.scaling.compute_optimal_tokens = 20 * p.total;
@@ -222,8 +228,9 @@ std::string format_inspect(const InspectReport& r) {
   row("AdamW moments (2 x fp32)", with_commas(mem.optimizer), human_bytes(mem.optimizer));
   row("KV cache (2 B L T Hkv dk bytes)", with_commas(mem.kv_cache), human_bytes(mem.kv_cache));
   row("training: params + grads + AdamW", with_commas(mem.training), human_bytes(mem.training));
+  row("activations per micro-batch (est.)", with_commas(mem.activations), human_bytes(mem.activations));
   row("inference: params + KV cache", with_commas(mem.inference), human_bytes(mem.inference));
-  out << "  (activations are not included: they depend on batch, context, kernels and dtype)\n\n";
+  out << "  (activations: an estimate of what backward keeps, reference kernel; runs log the measured peak RSS)\n\n";
 
   out << "compute-optimal (Chinchilla, D ~ 20 N): " << with_commas(r.scaling.compute_optimal_tokens)
       << " tokens, C ~ 6 N D = " << human_count(r.scaling.compute_optimal_flops, "FLOP");
@@ -267,6 +274,7 @@ nlohmann::json inspect_to_json(const InspectReport& r) {
                        {"optimizer", mem.optimizer},
                        {"kv_cache", mem.kv_cache},
                        {"training", mem.training},
+                       {"activations", mem.activations},
                        {"inference", mem.inference}};
   j["scaling"] = {{"compute_optimal_tokens", r.scaling.compute_optimal_tokens},
                   {"compute_optimal_flops", r.scaling.compute_optimal_flops}};

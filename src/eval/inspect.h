@@ -40,13 +40,18 @@ struct FlopsPerToken {
   int64_t training_causal = 0;  // 3 x forward_causal
 };
 
-// Bytes, exact. Activations are not included: they depend on batch, context, kernels and dtype.
+// Bytes, exact, except `activations`, an estimate (kernels and the allocator decide the real figure; the
+// run's metrics log the measured peak).
 struct MemoryPlan {
   int64_t bytes_per_element = 0;  // of parameters, gradients and the KV cache
   int64_t parameters = 0;         // total parameters * bytes_per_element
   int64_t gradients = 0;          // one gradient per parameter, same dtype
   int64_t optimizer = 0;          // AdamW: two fp32 moments per parameter (8 bytes)
   int64_t kv_cache = 0;           // 2 * B * L * T * Hkv * dk * bytes_per_element
+  // Tensors a training micro-batch of B x T keeps for backward with the reference kernel, per block
+  // B*T*(6D + 2*Hkv*dk + c*F) + 2*B*Hq*T^2 (c = 2 gelu, 4 swiglu), plus B*T*(3D + 2V) for embeddings, final
+  // norm, logits and their softmax.
+  int64_t activations = 0;
   int64_t training = 0;           // parameters + gradients + optimizer
   int64_t inference = 0;          // parameters + kv_cache
 };

@@ -1,6 +1,8 @@
 // Multi-head causal self-attention module (see attention.h).
 #include "model/attention.h"
 
+#include <limits>
+
 #include <torch/torch.h>
 
 #include "model/kv_cache.h"
@@ -86,6 +88,11 @@ AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionCo
   out = out.transpose(1, 2).reshape({batch, time, hq * dk});  // (B,T,D)
   result.out = o_proj_(out);                                  // (B,T,D)
   return result;
+}
+
+torch::Tensor poisoned_if(const std::string& name, const std::string& poison, const torch::Tensor& output) {
+  if (poison.empty() || name != poison) return output;
+  return output + std::numeric_limits<float>::quiet_NaN();
 }
 
 }  // namespace causal

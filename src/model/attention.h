@@ -6,6 +6,10 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "config/enums.h"
 #include "model/attention_kernels.h"
 #include "model/norm.h"
@@ -31,6 +35,10 @@ struct AttentionOptions {
 };
 
 // Everything one layer's attention needs besides its input; built once per forward by the Transformer.
+// Named sub-layer outputs in forward order ("embed", "blocks.<i>.attn", "blocks.<i>.ffn", "final_norm",
+// "logits"): where the health checks look for the first non-finite value.
+using SublayerTrace = std::vector<std::pair<std::string, torch::Tensor>>;
+
 struct AttentionContext {
   torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool from build_allowed_mask; Tk includes cached keys
   RopeTables rope;        // tables for the new tokens' absolute positions; undefined = no RoPE
@@ -39,7 +47,12 @@ struct AttentionContext {
   int64_t layer = 0;          // this layer's index in the cache
   bool want_weights = false;  // return weights (forces the reference kernel)
   int64_t ablate_head = -1;   // zero this query head's output before o_proj; -1 = none
+  SublayerTrace* trace = nullptr;  // blocks append their branch outputs here when set
+  std::string poison;              // fault injection: the sub-layer whose output is replaced by NaN
 };
+
+// Fault injection: `output` filled with NaN when `name` is the poisoned sub-layer (autograd still flows).
+torch::Tensor poisoned_if(const std::string& name, const std::string& poison, const torch::Tensor& output);
 
 // Parameters, in forward order: q_proj, k_proj, v_proj, [q_norm, k_norm], o_proj.
 class AttentionImpl : public torch::nn::Module {

@@ -33,9 +33,16 @@ BlockImpl::BlockImpl(const ModelConfig& config) : dropout_(config.dropout) {
 
 AttentionResult BlockImpl::forward(const torch::Tensor& x, const AttentionContext& context) {
   const bool train = is_training() && dropout_ > 0.0;
+  const std::string name = "blocks." + std::to_string(context.layer);
   AttentionResult attended = attn_(attn_norm_(x), context);
-  torch::Tensor h = x + torch::dropout(attended.out, dropout_, train);  // (B,T,D)
-  h = h + torch::dropout(ffn_(ffn_norm_(h)), dropout_, train);          // (B,T,D)
+  const torch::Tensor attn_out = poisoned_if(name + ".attn", context.poison, attended.out);  // (B,T,D)
+  torch::Tensor h = x + torch::dropout(attn_out, dropout_, train);                           // (B,T,D)
+  const torch::Tensor ffn_out = poisoned_if(name + ".ffn", context.poison, ffn_(ffn_norm_(h)));
+  h = h + torch::dropout(ffn_out, dropout_, train);  // (B,T,D)
+  if (context.trace != nullptr) {
+    context.trace->emplace_back(name + ".attn", attn_out);
+    context.trace->emplace_back(name + ".ffn", ffn_out);
+  }
   return {h, attended.weights};
 }
 

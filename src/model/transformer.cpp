@@ -115,6 +115,8 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   torch::Tensor x = fields_[0](tokens.select(2, 0));  // (B,T,D)
   for (int64_t f = 1; f < n_fields; ++f) x = x + fields_[f](tokens.select(2, f));
   if (config_.position == PositionKind::kLearned) x = x + pos_embed_(positions);
+  x = poisoned_if("embed", options.poison_sublayer, x);
+  if (options.trace != nullptr) options.trace->emplace_back("embed", x);
 
   torch::Tensor key_valid = inputs.key_valid;      // (B,Tk) or undefined
   torch::Tensor key_segment = inputs.segment_ids;  // (B,Tk) or undefined
@@ -128,6 +130,8 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   }
   context.cache = cache;
   context.want_weights = options.collect_attention;
+  context.trace = options.trace;
+  context.poison = options.poison_sublayer;
 
   ModelOutput output;
   for (int64_t i = 0; i < config_.n_layers; ++i) {
@@ -140,8 +144,13 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   }
   if (cache != nullptr) cache->commit(time, key_valid, key_segment);
 
-  x = final_norm_(x);                                                                        // (B,T,D)
+  x = poisoned_if("final_norm", options.poison_sublayer, final_norm_(x));                    // (B,T,D)
   output.logits = config_.tie_embeddings ? torch::linear(x, fields_[0]->weight) : head_(x);  // (B,T,V)
+  output.logits = poisoned_if("logits", options.poison_sublayer, output.logits);
+  if (options.trace != nullptr) {
+    options.trace->emplace_back("final_norm", x);
+    options.trace->emplace_back("logits", output.logits);
+  }
   return output;
 }
 

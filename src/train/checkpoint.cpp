@@ -85,7 +85,8 @@ void flatten(const nlohmann::json& value, const std::string& path, std::map<std:
 nlohmann::json TrainingState::to_json() const {
   return {{"format", kStateFormat}, {"step", step},         {"tokens_seen", tokens_seen},
           {"skipped_steps", skipped_steps}, {"initial_loss", initial_loss}, {"data", data},
-          {"data_identity", data_identity}, {"rng", rng}};
+          {"data_identity", data_identity}, {"rng", rng}, {"consecutive_skips", consecutive_skips},
+          {"spike_detector", spike_detector}};
 }
 
 TrainingState TrainingState::from_json(const nlohmann::json& json, const std::string& source) {
@@ -102,6 +103,8 @@ TrainingState TrainingState::from_json(const nlohmann::json& json, const std::st
     s.data = json.at("data");
     s.data_identity = json.at("data_identity");
     s.rng = json.at("rng");
+    s.consecutive_skips = json.at("consecutive_skips").get<int64_t>();
+    s.spike_detector = json.at("spike_detector");
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError("[checkpoint] " + source + ": missing or mistyped field: " + e.what());
   }
@@ -137,8 +140,8 @@ void restore_global_rng(const nlohmann::json& rng, const c10::Device& device) {
   }
 }
 
-fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch::nn::Module& model,
-                         const torch::optim::Optimizer& optimizer, const nlohmann::json& config) {
+void write_training_tensors(const fs::path& dir, torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                            int64_t step) {
   NamedTensors weights, moments;
   const auto& optimizer_state = optimizer.state();
   for (const auto& item : model.named_parameters()) {
@@ -150,12 +153,16 @@ fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch
     moments.emplace_back(item.key() + ".exp_avg_sq", adam.exp_avg_sq());
     moments.emplace_back(item.key() + ".step", at::scalar_tensor(adam.step(), at::kLong));
   }
-  const std::map<std::string, std::string> metadata = {{"format", "causal"},
-                                                       {"step", std::to_string(state.step)}};
+  const std::map<std::string, std::string> metadata = {{"format", "causal"}, {"step", std::to_string(step)}};
+  save_safetensors((dir / kModelFile).string(), weights, metadata);
+  save_safetensors((dir / kOptimizerFile).string(), moments, metadata);
+}
+
+fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch::nn::Module& model,
+                         const torch::optim::Optimizer& optimizer, const nlohmann::json& config) {
   fs::create_directories(root);
   return commit_checkpoint(root, state.step, [&](const fs::path& dir) {
-    save_safetensors((dir / kModelFile).string(), weights, metadata);
-    save_safetensors((dir / kOptimizerFile).string(), moments, metadata);
+    write_training_tensors(dir, model, optimizer, state.step);
     write_text_file(dir / kStateFile, state.to_json().dump(2) + "\n");
     write_text_file(dir / kConfigFile, config.dump(2) + "\n");
   });

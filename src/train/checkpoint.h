@@ -27,6 +27,8 @@ struct TrainingState {
   nlohmann::json data;        // BatchSource::state()
   nlohmann::json data_identity;  // what the data must still be on resume (tokenizer, token counts)
   nlohmann::json rng;         // capture_global_rng()
+  int64_t consecutive_skips = 0;  // skipped steps in a row (nonfinite = "skip")
+  nlohmann::json spike_detector;  // SpikeDetector::state()
 
   nlohmann::json to_json() const;
   static TrainingState from_json(const nlohmann::json& json, const std::string& source);
@@ -41,6 +43,10 @@ void restore_global_rng(const nlohmann::json& rng, const c10::Device& device);
 std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
                                       torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
                                       const nlohmann::json& config);
+
+// model.safetensors and optimizer.safetensors of `model` and `optimizer` in `dir` (also used by forensics).
+void write_training_tensors(const std::filesystem::path& dir, torch::nn::Module& model,
+                            const torch::optim::Optimizer& optimizer, int64_t step);
 
 // A verified checkpoint directory with its config and state parsed; no tensor has been read.
 struct CheckpointInfo {

@@ -17,14 +17,17 @@
 #include "data/text_batches.h"
 #include "data/token_file.h"
 #include "eval/retrieval_eval.h"
+#include "eval/inspect.h"
 #include "eval/text_eval.h"
 #include "model/transformer.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_dir.h"
 #include "train/checkpoint_error.h"
+#include "train/forensics.h"
 #include "train/interrupt.h"
 #include "train/run_folder.h"
 #include "train/runtime.h"
+#include "train/throughput.h"
 #include "train/trainer.h"
 
 namespace causal {
@@ -47,6 +50,7 @@ struct Task {
   std::function<std::string(const nlohmann::json&)> table;
   std::string describe;  // one line for the log
   nlohmann::json identity;  // what a checkpoint's data must still be to continue (beyond the config)
+  int64_t sequence_length = 0;  // positions per training row (FLOPs per token depend on it)
 };
 
 struct RetrievalTask {
@@ -69,6 +73,7 @@ Task make_retrieval_task(const RunConfig& config, const c10::Device& device,
   task.describe = std::to_string(data.train.size()) + " train / " + std::to_string(data.test.size()) +
                   " test retrieval examples";
   task.identity = {{"train_examples", data.train.size()}, {"test_examples", data.test.size()}};
+  task.sequence_length = data.train.length();
   return task;
 }
 
@@ -89,6 +94,7 @@ Task make_text_task(const RunConfig& config, const c10::Device& device, TokenFil
     return evaluate_text(m, *val, rows, batch, device).to_json("val_");
   };
   task.table = format_text_table;
+  task.sequence_length = rows.seq_len;
   task.identity = {{"tokenizer", source_view->file().tokenizer().name},
                    {"tokenizer_description", source_view->file().tokenizer().describe()},
                    {"train_tokens", source_view->file().num_tokens()},
@@ -173,6 +179,19 @@ void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested
   }
 }
 
+// The seed's memory split and cost figures, once at start-up.
+void log_cost_plan(spdlog::logger& log, const InspectReport& r, double peak_flops) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  log.info("memory: parameters {:.2f} MiB, gradients {:.2f} MiB, AdamW state {:.2f} MiB, activations ~{:.1f} MiB "
+           "per micro-batch of {} x {} (estimate), KV cache for one sequence of {} positions {:.2f} MiB",
+           r.memory.parameters / kMiB, r.memory.gradients / kMiB, r.memory.optimizer / kMiB,
+           r.memory.activations / kMiB, r.batch, r.flops.context, r.model.max_seq_len,
+           kv_cache_bytes(1, r.model.n_layers, r.model.max_seq_len, r.model.n_kv_heads, r.model.head_dim(), 4) / kMiB);
+  log.info("cost: {:.3g} training FLOPs per token (6N + causal attention); matmul peak measured here {:.1f} GFLOP/s; "
+           "compute-optimal data ~{} tokens (20 per parameter)",
+           static_cast<double>(r.flops.training_causal), peak_flops / 1e9, r.scaling.compute_optimal_tokens);
+}
+
 bool all_finite(torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
   for (const auto& p : model.parameters()) {
@@ -238,15 +257,23 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   model->to(device);
   log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
            parameter_count(*model), task.describe, device.str(), threads);
+  const InspectReport plan_figures = inspect_model(config.model, task.sequence_length, config.train.batch_size);
+  const double peak_flops = measure_matmul_peak(device);
+  log_cost_plan(log, plan_figures, peak_flops);
 
   Trainer trainer(config, model, *task.source, *folder, device);
+  trainer.set_flops(static_cast<double>(plan_figures.flops.training_causal), peak_flops);
+  const FaultInjection fault =
+      request.inject_fault.empty() ? FaultInjection{} : FaultInjection::parse(request.inject_fault);
+  trainer.set_fault(fault);
   TrainProgress start;
   double initial_loss = 0.0;
   if (from) {
     load_model_weights(from->dir, *model);
     load_optimizer_state(from->dir, *model, trainer.optimizer());
     task.source->restore(from->state.data);
-    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps};
+    trainer.spike_detector().restore(from->state.spike_detector);
+    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps, from->state.consecutive_skips};
     initial_loss = from->state.initial_loss;
     restore_global_rng(from->state.rng, device);  // last: nothing after it may draw random numbers
     log.info("resuming from {} (step {} of {})", from->dir.string(), start.step, config.train.steps);
@@ -270,6 +297,8 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
     state.data = task.source->state();
     state.data_identity = task.identity;
     state.rng = capture_global_rng(device);
+    state.consecutive_skips = progress.consecutive_skips;
+    state.spike_detector = trainer.spike_detector().state();
     last_checkpoint = save_checkpoint(checkpoint_root, state, *model, trainer.optimizer(), config_json);
     prune_checkpoints(checkpoint_root, config.train.keep_checkpoints);
     log.debug("checkpoint {} written in {:.3f}s", last_checkpoint.string(),
@@ -281,15 +310,21 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   TrainSummary summary;
   {
     InterruptGuard interrupts;
-    summary = trainer.run(
-        start, [&](Transformer& m, int64_t) { return task.evaluate(m); },
-        [&](const TrainProgress& p) {
-          signal = interrupts.pending();
-          stopped = p.step == request.stop_at_step;
-          const bool periodic = config.train.checkpoint_every > 0 && p.step % config.train.checkpoint_every == 0;
-          if (signal || stopped || periodic || p.step == config.train.steps) save(p);
-          return !signal && !stopped;
-        });
+    TrainHooks hooks;
+    hooks.evaluate = [&](Transformer& m, int64_t) { return task.evaluate(m); };
+    hooks.after_step = [&](const TrainProgress& p) {
+      signal = interrupts.pending();
+      stopped = p.step == request.stop_at_step;
+      const bool periodic = config.train.checkpoint_every > 0 && p.step % config.train.checkpoint_every == 0;
+      if (signal || stopped || periodic || p.step == config.train.steps) save(p);
+      return !signal && !stopped;
+    };
+    hooks.on_abort = [&](const AbortedStep& step) {
+      const fs::path bundle = write_forensics(folder->path(), step, *model, trainer.optimizer(), config_json,
+                                              last_checkpoint.string(), fault);
+      return "; forensics in " + bundle.string() + " (replay: causal train --replay " + bundle.string() + ")";
+    };
+    summary = trainer.run(start, hooks);
   }
   const TrainProgress& progress = summary.progress;
   if (signal) {

@@ -17,6 +17,7 @@ struct TrainRequest {
   // checkpoint directory or run folder to continue from (in its own run folder, or in run_dir if given).
   std::string resume = "auto";
   int64_t stop_at_step = 0;  // > 0: save a checkpoint after this step and stop as a preempted run would
+  std::string inject_fault;  // FaultInjection::parse spec, "" = none (tests and drills)
 };
 
 // Trains and evaluates; returns the contents of results.json, or {"stopped_at_step", "checkpoint",

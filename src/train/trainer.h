@@ -7,12 +7,16 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "data/batch_source.h"
 #include "model/transformer.h"
+#include "train/diagnostics.h"
+#include "train/fault_injection.h"
 #include "train/run_folder.h"
+#include "train/spike_detector.h"
 
 namespace causal {
 
@@ -23,22 +27,37 @@ struct StepGradients {
   int64_t input_tokens = 0;     // positions fed to the model, padding included
   double max_abs_logit = 0.0;   // of the last micro-batch (diagnostics only)
   std::vector<double> act_rms;  // RMS of the residual stream after each block, last micro-batch
+  std::string first_nonfinite_activation;  // "blocks.1.ffn (micro-batch 0)" when a loss was non-finite
 };
 
 // Zeroes the gradients, then accumulates them over `micro_batches` (already on the model's device) with
 // one denominator: the valid-token count of the whole step, never a mean of per-micro-batch means.
+// `poison_sublayer` is fault injection (ForwardOptions).
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
-                                   bool collect_diagnostics);
+                                   bool collect_diagnostics, const std::string& poison_sublayer = "");
 
 // Global L2 norm of all gradients, before any clipping; then scales them to at most `max_norm`
-// (max_norm <= 0: no clipping). Returns the pre-clip norm.
+// (max_norm <= 0: no clipping; a non-finite norm: left unscaled for diagnosis). Returns the pre-clip norm.
 double clip_gradients(torch::nn::Module& model, double max_norm);
+
+// One step up to the optimizer update: faults applied, forward/backward, per-layer gradient norms
+// (when `diagnose`), the health verdict and clipping.
+struct StepOutcome {
+  StepGradients grads;
+  double grad_norm = 0.0;  // before clipping
+  LayerValues layer_grad_norms;  // filled when diagnosed
+  bool finite = true;            // loss and gradient norm are finite
+  std::string nonfinite_cause;   // when not finite: the first non-finite parameter, activation or gradient
+};
+StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches, const TrainConfig& train,
+                         bool diagnose, const FaultInjection& fault, int64_t step_done);
 
 // Where the loop stands; a resumed run starts from the checkpoint's values.
 struct TrainProgress {
-  int64_t step = 0;           // optimizer steps completed (skipped ones included)
-  int64_t tokens_seen = 0;    // input positions fed to the model, padding included
-  int64_t skipped_steps = 0;  // updates skipped for non-finite values (nonfinite = "skip")
+  int64_t step = 0;               // optimizer steps completed (skipped ones included)
+  int64_t tokens_seen = 0;        // input positions fed to the model, padding included
+  int64_t skipped_steps = 0;      // updates skipped for non-finite values (nonfinite = "skip")
+  int64_t consecutive_skips = 0;  // skipped steps in a row up to now
 };
 
 struct TrainSummary {
@@ -48,18 +67,38 @@ struct TrainSummary {
   double tokens_per_s = 0.0;  // input positions per second over this process's loop
 };
 
+// A step that ends the run: what the forensics bundle needs (micro-batches on the model's device).
+struct AbortedStep {
+  int64_t step = 0;  // 1-based
+  double lr = 0.0;
+  std::string message;  // why, naming the first non-finite tensor
+  const std::vector<Batch>* micro_batches = nullptr;
+  nlohmann::json rng_before;  // capture_global_rng() before the step's forward pass
+};
+
+struct TrainHooks {
+  // Evaluation for eval_every: returns the figures to log as an "eval" metrics row.
+  std::function<nlohmann::json(Transformer& model, int64_t step)> evaluate;
+  // Called after every step (checkpoints, stop requests); returning false ends the loop there.
+  std::function<bool(const TrainProgress& progress)> after_step;
+  // Called before a NonFiniteError ends the run (nothing was updated): writes forensics, returns a line
+  // for the error message ("" for none).
+  std::function<std::string(const AbortedStep& step)> on_abort;
+};
+
 class Trainer {
  public:
-  // Evaluation hook for eval_every: returns the figures to log as an "eval" metrics row.
-  using EvalFn = std::function<nlohmann::json(Transformer& model, int64_t step)>;
-  // Called after every step (checkpoints, stop requests); returning false ends the loop there.
-  using AfterStepFn = std::function<bool(const TrainProgress& progress)>;
-
   Trainer(const RunConfig& config, Transformer model, BatchSource& source, RunFolder& folder,
           c10::Device device);
   torch::optim::AdamW& optimizer() { return *optimizer_; }
-  // Trains from `start` up to config.train.steps, or until after_step returns false.
-  TrainSummary run(const TrainProgress& start, const EvalFn& evaluate, const AfterStepFn& after_step);
+  SpikeDetector& spike_detector() { return spikes_; }
+  // For the "mfu" metric: the model's training FLOPs per input token and the measured matmul peak.
+  void set_flops(double flops_per_token, double peak_flops);
+  void set_fault(const FaultInjection& fault) { fault_ = fault; }
+  // Trains from `start` up to config.train.steps, or until after_step returns false. Throws
+  // NonFiniteError (after on_abort) when a step is non-finite and nonfinite = "abort", or after
+  // max_consecutive_skips skipped steps in a row.
+  TrainSummary run(const TrainProgress& start, const TrainHooks& hooks);
 
  private:
   const RunConfig& config_;
@@ -68,6 +107,10 @@ class Trainer {
   RunFolder& folder_;
   c10::Device device_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
+  SpikeDetector spikes_;
+  FaultInjection fault_;
+  double flops_per_token_ = 0.0, peak_flops_ = 0.0;
+  int64_t parameters_ = 0;
 };
 
 }  // namespace causal
