@@ -68,7 +68,7 @@ RunConfig model_config(const std::string& json) {
 CATCH_TEST_CASE("reference: an independent PyTorch model reproduces causal's logits and loss",
                 "[e2e][parity]") {
   if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
-    CATCH_WARN("skipped: /usr/bin/python3 cannot import torch (Debian python3-torch)");
+    CATCH_WARN("SKIPPED: /usr/bin/python3 cannot import torch (Debian python3-torch)");
     return;
   }
   const fs::path root = fs::temp_directory_path() / ("causal_parity_" + std::to_string(::getpid()));

@@ -58,7 +58,7 @@ CATCH_TEST_CASE("safetensors round trip is exact", "[unit][checkpoint]") {
 // finds the header, the byte ranges and the float values.
 CATCH_TEST_CASE("safetensors files follow the standard layout", "[unit][checkpoint]") {
   if (std::system("/usr/bin/python3 -c 'import json, struct' 2>/dev/null") != 0) {
-    CATCH_WARN("skipped: /usr/bin/python3 is not available");
+    CATCH_WARN("SKIPPED: /usr/bin/python3 is not available");
     return;
   }
   const fs::path path = temp_file("layout.safetensors");

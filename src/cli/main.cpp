@@ -15,6 +15,7 @@
 #include "eval/checkpoint_eval.h"
 #include "eval/generate.h"
 #include "eval/inspect.h"
+#include "report/report.h"
 #include "train/checkpoint_error.h"
 #include "train/health.h"
 #include "train/forensics.h"
@@ -116,7 +117,7 @@ int main(int argc, char** argv) {
                   "Print the resolved config (every default filled in) and exit");
 
   // inspect
-  std::string inspect_config;
+  std::string inspect_config, inspect_run;
   std::vector<std::string> inspect_overrides;
   int64_t context = 0, batch = 1;
   std::string dtype = "fp32";
@@ -125,8 +126,10 @@ int main(int argc, char** argv) {
       "inspect",
       "Parameters per component, FLOPs per token, KV-cache bytes and a memory plan for a model config "
       "(only its `model` section is needed). Uses the seed's formulas; nothing is allocated.");
-  inspect->add_option("--config", inspect_config, "Config file; a file with only a `model` section is enough")
-      ->required();
+  CLI::Option* inspect_config_option = inspect->add_option(
+      "--config", inspect_config, "Config file; a file with only a `model` section is enough");
+  inspect->add_option("--run", inspect_run, "A run folder: inspect the model of its config.json")
+      ->excludes(inspect_config_option);
   inspect->add_option("--set", inspect_overrides, kSetHelp);
   inspect
       ->add_option("--context", context,
@@ -185,6 +188,15 @@ int main(int argc, char** argv) {
   generate->add_flag("--verify-cache", generate_request.verify_cache,
                      "Recompute the full causal pass at every step and end with the line "
                      "`verify-cache max_abs_diff=<float>` (largest cached-vs-full logit difference)");
+
+  // report
+  std::string report_run;
+  CLI::App* report_command = app.add_subcommand(
+      "report",
+      "Write RUN/report.html: one self-contained page (inline SVG and CSS, no script, nothing fetched) with "
+      "the config, results, training curves, retrieval controls and attention heatmaps of the newest valid "
+      "checkpoint. Works while the run is still training; see docs/report.md.");
+  report_command->add_option("--run", report_run, "Run folder (holds config.json and metrics.jsonl)")->required();
 
   // data encode / data inspect
   CLI::App* data =
@@ -247,8 +259,10 @@ int main(int argc, char** argv) {
   }
   if (inspect->parsed()) {
     return guarded([&] {
-      causal::RunConfig config =
-          causal::load_config(inspect_config, inspect_overrides, causal::ConfigScope::kModel);
+      if (inspect_config.empty() && inspect_run.empty())
+        throw std::invalid_argument("inspect: --config or --run is required");
+      const std::string source = inspect_run.empty() ? inspect_config : inspect_run + "/config.json";
+      causal::RunConfig config = causal::load_config(source, inspect_overrides, causal::ConfigScope::kModel);
       const int64_t t = context > 0 ? context : config.model.max_seq_len;
       causal::InspectReport report = causal::inspect_model(config.model, t, batch, dtype);
       std::cout << (as_json ? causal::inspect_to_json(report).dump(2) : causal::format_inspect(report))
@@ -270,6 +284,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n",
                    result.generated_ids.size(), static_cast<long long>(result.step), result.stop_reason.c_str());
       if (generate_request.verify_cache) std::printf("verify-cache max_abs_diff=%.9g\n", result.max_abs_diff);
+      return kOk;
+    });
+  }
+  if (report_command->parsed()) {
+    return guarded([&] {
+      const std::string written = causal::write_report(report_run);
+      std::cout << "written to " << written << "\n";
       return kOk;
     });
   }

@@ -91,7 +91,8 @@ ReplayResult replay_step(const fs::path& bundle) {
   const std::string fault_spec = state.at("fault").get<std::string>();
   const FaultInjection fault = fault_spec.empty() ? FaultInjection{} : FaultInjection::parse(fault_spec);
   restore_global_rng(state.at("rng"), device);  // last: dropout must draw what the original step drew
-  result.outcome = compute_step(model, micro_batches, config.train, /*diagnose=*/true, fault, result.step);
+  result.outcome = compute_step(model, micro_batches, config.train, /*log_row=*/true, /*diagnose=*/true, fault,
+                                result.step);
   return result;
 }
 

@@ -351,6 +351,7 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   results["final_train_loss"] = summary.final_loss;
   results["train_seconds"] = summary.seconds;
   results["tokens_per_s"] = summary.tokens_per_s;
+  results["diagnostics_seconds"] = summary.diagnostics_seconds;
   results["run_dir"] = folder->path().string();
   results["checkpoint"] = last_checkpoint.string();
   nlohmann::json eval_row = report;
@@ -358,8 +359,11 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   eval_row["step"] = progress.step;
   folder->append_metrics(eval_row);
   folder->write_json("results.json", results);
-  log.info("trained to step {} in {:.2f}s ({:.0f} tokens/s); results in {}", progress.step, summary.seconds,
-           summary.tokens_per_s, (folder->path() / "results.json").string());
+  log.info("trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
+           "{:.1f}% of it); results in {}",
+           progress.step, summary.seconds, summary.tokens_per_s,
+           summary.seconds > 0 ? 100.0 * summary.diagnostics_seconds / summary.seconds : 0.0,
+           (folder->path() / "results.json").string());
   if (request.print_table) std::cout << task.table(results) << std::flush;
   return results;
 }

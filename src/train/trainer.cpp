@@ -76,10 +76,12 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
       if (!where.empty()) out.first_nonfinite_activation = where + " (micro-batch " + std::to_string(i) + ")";
     }
     if (diagnose) {
+      const auto t0 = std::chrono::steady_clock::now();
       torch::NoGradGuard no_grad;
       out.max_abs_logit = result.logits.abs().max().item<double>();
       for (const at::Tensor& r : result.residuals)
         out.act_rms.push_back(r.pow(2).mean().sqrt().item<double>());
+      out.diagnostics_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
   return out;
@@ -106,15 +108,19 @@ double clip_gradients(torch::nn::Module& model, double max_norm) {
 }
 
 StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches, const TrainConfig& train,
-                         bool diagnose, const FaultInjection& fault, int64_t step_done) {
+                         bool log_row, bool diagnose, const FaultInjection& fault, int64_t step_done) {
   const bool inject = fault.at(step_done);
   if (inject && fault.kind == FaultInjection::Kind::kWeight) poison_parameter(*model, fault.name, false);
   const std::string poison =
       inject && fault.kind == FaultInjection::Kind::kActivation ? fault.name : std::string();
   StepOutcome out;
-  out.grads = accumulate_gradients(model, micro_batches, diagnose, poison);
+  out.grads = accumulate_gradients(model, micro_batches, log_row, poison);
   if (inject && fault.kind == FaultInjection::Kind::kGradient) poison_parameter(*model, fault.name, true);
-  if (diagnose) out.layer_grad_norms = gradient_norms_by_layer(*model, model->config().n_layers);
+  if (diagnose) {
+    const auto t0 = std::chrono::steady_clock::now();
+    out.layer_grad_norms = gradient_norms_by_layer(*model, model->config().n_layers);
+    out.grads.diagnostics_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   out.grad_norm = clip_gradients(*model, train.grad_clip);
   out.finite = std::isfinite(out.grads.loss) && std::isfinite(out.grad_norm);
   if (!out.finite) {
@@ -170,13 +176,15 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
 
     const double lr = lr_at(train, step);
     set_learning_rate(*optimizer_, lr);
+    auto diagnostics_start = Clock::now();
     const nlohmann::json rng_before = capture_global_rng(device_);
+    double diagnostics = std::chrono::duration<double>(Clock::now() - diagnostics_start).count();
 
     std::vector<Batch> micro_batches;
     for (int64_t i = 0; i < train.grad_accum; ++i) micro_batches.push_back(source_.next().to(device_));
-    // Residual RMS and max |logit| are cheap: every logged row gets them.
-    const StepOutcome outcome = compute_step(model_, micro_batches, train, log_row, fault_, done);
+    const StepOutcome outcome = compute_step(model_, micro_batches, train, log_row, diagnose, fault_, done);
     const StepGradients& grads = outcome.grads;
+    diagnostics += grads.diagnostics_seconds;
 
     std::vector<double> ratios;
     if (!outcome.finite) {
@@ -201,12 +209,16 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
       log_row = true;
     } else {
       progress.consecutive_skips = 0;
-      const bool measure_update = diagnose;
       std::vector<std::vector<torch::Tensor>> before;
-      if (measure_update) before = snapshot_blocks(*model_, n_layers);
+      diagnostics_start = Clock::now();
+      if (diagnose) before = snapshot_blocks(*model_, n_layers);
+      diagnostics += std::chrono::duration<double>(Clock::now() - diagnostics_start).count();
       optimizer_->step();
-      if (measure_update) ratios = update_ratios(*model_, before);
+      diagnostics_start = Clock::now();
+      if (diagnose) ratios = update_ratios(*model_, before);
+      diagnostics += std::chrono::duration<double>(Clock::now() - diagnostics_start).count();
     }
+    diagnostics_start = Clock::now();
     const SpikeFlags spike = spikes_.observe(grads.loss, outcome.grad_norm);
     if (spike.spike) {
       folder_.log().warn("step {}: spike (loss {:.4g}, z {:.1f}; grad norm {:.4g}, z {:.1f})", done, grads.loss,
@@ -256,6 +268,8 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
       window_start = Clock::now();
       window_tokens = 0;
     }
+    summary.diagnostics_seconds +=
+        diagnostics + std::chrono::duration<double>(Clock::now() - diagnostics_start).count();
     const double overall_rate = since_start > 0 ? static_cast<double>(loop_tokens) / since_start : 0.0;
     progress_line.update(done, grads.loss, lr, overall_rate);
 

@@ -28,6 +28,7 @@ struct StepGradients {
   double max_abs_logit = 0.0;   // of the last micro-batch (diagnostics only)
   std::vector<double> act_rms;  // RMS of the residual stream after each block, last micro-batch
   std::string first_nonfinite_activation;  // "blocks.1.ffn (micro-batch 0)" when a loss was non-finite
+  double diagnostics_seconds = 0.0;        // spent on max |logit| and activation RMS
 };
 
 // Zeroes the gradients, then accumulates them over `micro_batches` (already on the model's device) with
@@ -40,8 +41,8 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
 // (max_norm <= 0: no clipping; a non-finite norm: left unscaled for diagnosis). Returns the pre-clip norm.
 double clip_gradients(torch::nn::Module& model, double max_norm);
 
-// One step up to the optimizer update: faults applied, forward/backward, per-layer gradient norms
-// (when `diagnose`), the health verdict and clipping.
+// One step up to the optimizer update: faults applied, forward/backward (activation RMS and max |logit|
+// when `log_row`), per-layer gradient norms (when `diagnose`), the health verdict and clipping.
 struct StepOutcome {
   StepGradients grads;
   double grad_norm = 0.0;  // before clipping
@@ -50,7 +51,7 @@ struct StepOutcome {
   std::string nonfinite_cause;   // when not finite: the first non-finite parameter, activation or gradient
 };
 StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches, const TrainConfig& train,
-                         bool diagnose, const FaultInjection& fault, int64_t step_done);
+                         bool log_row, bool diagnose, const FaultInjection& fault, int64_t step_done);
 
 // Where the loop stands; a resumed run starts from the checkpoint's values.
 struct TrainProgress {
@@ -65,6 +66,7 @@ struct TrainSummary {
   double final_loss = 0.0;    // training loss of the last step of this process (0 if it took none)
   double seconds = 0.0;       // wall time of this process's loop
   double tokens_per_s = 0.0;  // input positions per second over this process's loop
+  double diagnostics_seconds = 0.0;  // of `seconds`, spent on health figures, spike scores and metrics rows
 };
 
 // A step that ends the run: what the forensics bundle needs (micro-batches on the model's device).

@@ -1,0 +1,42 @@
+// What a run folder says about its run, read without locking it: config, metrics rows, results and
+// checkpoints. Tolerates a run that is still being written (torn last line) and resumed runs.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace causal {
+
+struct RunHistory {
+  std::filesystem::path dir;
+  nlohmann::json config;                   // config.json as written (not re-validated)
+  nlohmann::json results;                  // results.json; null while the run is unfinished
+  std::vector<nlohmann::json> train_rows;  // "kind":"train" rows, ascending step, one per step
+  std::vector<nlohmann::json> eval_rows;   // "kind":"eval" rows, likewise
+  std::vector<int64_t> restarts;           // last logged step before each resumed process took over
+  int64_t skipped_lines = 0;               // unreadable metrics lines (a torn tail while writing)
+  std::vector<std::string> checkpoints;    // step_NNNNNNNN directory names, ascending
+  std::string latest;                      // checkpoints/LATEST, "" when absent
+  nlohmann::json latest_state;             // that checkpoint's state.json (initial_loss, ...), or null
+
+  std::string kind() const;   // data.kind of the config ("retrieval" | "text" | "?")
+  int64_t last_step() const;  // step of the last train row, 0 when there is none
+};
+
+// Reads `run_dir`. Throws RunFolderError when the folder or its config.json is missing or unreadable;
+// everything else is optional and missing pieces simply stay empty.
+RunHistory read_run_history(const std::filesystem::path& run_dir);
+
+// (step, value) of every row carrying `field` as a number; a null value (non-finite when logged) gives
+// NaN, so a chart breaks its line there.
+std::vector<std::pair<double, double>> field_points(const std::vector<nlohmann::json>& rows,
+                                                    const std::string& field);
+// Per-block lists such as act_rms: one (step, value) series per list index, over the rows carrying it.
+std::vector<std::vector<std::pair<double, double>>> list_field_points(const std::vector<nlohmann::json>& rows,
+                                                                      const std::string& field);
+
+}  // namespace causal
