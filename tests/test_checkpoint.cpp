@@ -1,8 +1,7 @@
 // Checkpoint contents: weights and AdamW state round-trip exactly, a model of another shape is refused,
 // generators and data sources continue their exact sequences, and resumable metrics are trimmed.
-#include <torch/torch.h>
-
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -88,7 +87,8 @@ CATCH_TEST_CASE("checkpoint: weights and AdamW state round-trip and the next ste
   for (uint64_t s = 0; s < 3; ++s) train_step(a, *opt_a, 100 + s);
   const fs::path dir = save_checkpoint(scratch.path, some_state(3), *a, *opt_a, config_to_json(config));
   CATCH_CHECK(dir.filename() == "step_00000003");
-  for (const char* f : {"model.safetensors", "optimizer.safetensors", "state.json", "config.json", "manifest.json"})
+  for (const char* f :
+       {"model.safetensors", "optimizer.safetensors", "state.json", "config.json", "manifest.json"})
     CATCH_CHECK(fs::is_regular_file(dir / f));
 
   torch::manual_seed(2);  // different init: everything must come from the checkpoint
@@ -114,8 +114,8 @@ CATCH_TEST_CASE("checkpoint: a model of another shape is refused, naming the ten
   auto opt = make_adamw(*a, config.train.optimizer);
   const fs::path dir = save_checkpoint(scratch.path, some_state(1), *a, *opt, config_to_json(config));
   Transformer wider(tiny_config(32).model);
-  CATCH_CHECK_THROWS_WITH(load_model_weights(dir, *wider),
-                          Catch::Matchers::Contains("embed.token.weight") && Catch::Matchers::Contains("[13,16]"));
+  CATCH_CHECK_THROWS_WITH(load_model_weights(dir, *wider), Catch::Matchers::Contains("embed.token.weight") &&
+                                                               Catch::Matchers::Contains("[13,16]"));
   RunConfig deeper = tiny_config(16);
   deeper.model.n_layers = 3;
   Transformer three(deeper.model);
@@ -127,7 +127,8 @@ CATCH_TEST_CASE("checkpoint: a model of another shape is refused, naming the ten
   RunConfig shallower = tiny_config(16);
   shallower.model.n_layers = 1;
   Transformer one(shallower.model);
-  CATCH_CHECK_THROWS_WITH(load_model_weights(dir, *one), Catch::Matchers::Contains("belongs to no parameter"));
+  CATCH_CHECK_THROWS_WITH(load_model_weights(dir, *one),
+                          Catch::Matchers::Contains("belongs to no parameter"));
 }
 
 CATCH_TEST_CASE("checkpoint: config_differences lists every changed leaf of the chosen sections",
@@ -156,7 +157,8 @@ CATCH_TEST_CASE("checkpoint: generator state text restores the exact sequence", 
                           Catch::Matchers::Contains("refused"));
 }
 
-CATCH_TEST_CASE("checkpoint: the retrieval sampler continues its row draws after restore", "[unit][checkpoint]") {
+CATCH_TEST_CASE("checkpoint: the retrieval sampler continues its row draws after restore",
+                "[unit][checkpoint]") {
   DataConfig data;
   data.kind = DataKind::kRetrieval;
   data.train_examples = 64;
@@ -187,7 +189,8 @@ CATCH_TEST_CASE("checkpoint: metrics rows after the resumed step are dropped, to
   folder->append_metrics({{"kind", "train"}, {"step", 4}});
   std::ifstream in(dir / "metrics.jsonl");
   std::vector<int> steps;
-  for (std::string line; std::getline(in, line);) steps.push_back(nlohmann::json::parse(line)["step"].get<int>());
+  for (std::string line; std::getline(in, line);)
+    steps.push_back(nlohmann::json::parse(line)["step"].get<int>());
   CATCH_CHECK(steps == std::vector<int>{1, 2, 3, 4});
   CATCH_CHECK_THROWS_AS(RunFolder::open_existing(dir), RunFolderError);  // still locked by `folder`
 }

@@ -27,8 +27,9 @@ namespace {
 pid_t start_training(const fs::path& dir, const std::string& extra) {
   const std::string cmd = std::string("cd ") + CAUSAL_SOURCE_DIR + " && exec " + CAUSAL_BINARY +
                           " train --config configs/retrieval.json --set train.steps=1000000 --set "
-                          "train.log_every=1 --run-dir " + dir.string() + " " + extra + " >" +
-                          (dir.string() + ".out") + " 2>" + (dir.string() + ".err");
+                          "train.log_every=1 --run-dir " +
+                          dir.string() + " " + extra + " >" + (dir.string() + ".out") + " 2>" +
+                          (dir.string() + ".err");
   const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
   pid_t pid = 0;
   CATCH_REQUIRE(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) == 0);
@@ -68,12 +69,14 @@ fs::path train_text_run(const fs::path& dir, int steps) {
     "model": {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259, "d_model": 32, "n_layers": 2,
               "n_heads": 4, "n_kv_heads": 2, "position": "rope", "max_seq_len": 24, "ffn": "swiglu",
               "norm": "rmsnorm", "bias": false, "tie_embeddings": true},
-    "data": {"kind": "text", "train": ")" + (dir / "train.tok").string() + R"(", "val": ")" +
-                                           (dir / "val.tok").string() + R"(", "seq_len": 24},
-    "train": {"steps": )" + std::to_string(steps) + R"(, "batch_size": 4, "log_every": 1,
+    "data": {"kind": "text", "train": ")" +
+                                          (dir / "train.tok").string() + R"(", "val": ")" +
+                                          (dir / "val.tok").string() + R"(", "seq_len": 24},
+    "train": {"steps": )" + std::to_string(steps) +
+                                          R"(, "batch_size": 4, "log_every": 1,
               "checkpoint_every": 2, "optimizer": {"lr": 0.01}}})";
-  const Result r = run_causal("train --config " + (dir / "text.json").string() + " --run-dir " +
-                              (dir / "run").string());
+  const Result r =
+      run_causal("train --config " + (dir / "text.json").string() + " --run-dir " + (dir / "run").string());
   CATCH_REQUIRE(r.code == 0);
   return dir / "run";
 }
@@ -93,8 +96,10 @@ CATCH_TEST_CASE("SIGTERM and SIGINT finish the step, save a checkpoint and exit 
     CATCH_CHECK(slurp(dir / "checkpoints" / "LATEST") == causal::checkpoint_name(step) + "\n");
     CATCH_CHECK_THAT(slurp(dir.string() + ".err"), Catch::Matchers::Contains("stopped after step"));
     // The same command (with a reachable end) continues from there.
-    const Result resumed = run_causal("train --config configs/retrieval.json --set train.log_every=1 --set "
-                                      "train.steps=" + std::to_string(step + 3) + " --run-dir " + dir.string());
+    const Result resumed = run_causal(
+        "train --config configs/retrieval.json --set train.log_every=1 --set "
+        "train.steps=" +
+        std::to_string(step + 3) + " --run-dir " + dir.string());
     CATCH_CHECK(resumed.code == 0);
     CATCH_CHECK_THAT(resumed.err, Catch::Matchers::Contains("resuming from"));
     CATCH_CHECK(last_logged_step(dir) == step + 3);
@@ -113,16 +118,17 @@ CATCH_TEST_CASE("a second signal exits at once and the last complete checkpoint 
   const auto latest = causal::latest_valid_checkpoint(dir / "checkpoints");
   CATCH_REQUIRE(latest.has_value());
   CATCH_CHECK_NOTHROW(causal::verify_checkpoint(*latest));
-  const Result resumed = run_causal("train --config configs/retrieval.json --set train.steps=40 --run-dir " +
-                                    dir.string());
+  const Result resumed =
+      run_causal("train --config configs/retrieval.json --set train.steps=40 --run-dir " + dir.string());
   CATCH_CHECK(resumed.code == 0);
   fs::remove_all(dir);
 }
 
 CATCH_TEST_CASE("a damaged checkpoint is refused with exit code 4", "[e2e][cli][resume]") {
   const fs::path dir = scratch("damaged");
-  CATCH_REQUIRE(run_causal("train --config configs/retrieval.json --set train.steps=4 --run-dir " + dir.string())
-                    .code == 0);
+  CATCH_REQUIRE(
+      run_causal("train --config configs/retrieval.json --set train.steps=4 --run-dir " + dir.string())
+          .code == 0);
   const fs::path model = dir / "checkpoints" / causal::checkpoint_name(4) / "model.safetensors";
   {
     std::fstream f(model, std::ios::in | std::ios::out | std::ios::binary);
@@ -131,7 +137,8 @@ CATCH_TEST_CASE("a damaged checkpoint is refused with exit code 4", "[e2e][cli][
   }
   const Result eval = run_causal("eval --run " + dir.string());
   CATCH_CHECK(eval.code == 4);
-  CATCH_CHECK_THAT(eval.err, Catch::Matchers::Contains("sha256") && Catch::Matchers::Contains("model.safetensors"));
+  CATCH_CHECK_THAT(eval.err,
+                   Catch::Matchers::Contains("sha256") && Catch::Matchers::Contains("model.safetensors"));
   const Result resume = run_causal("train --config configs/retrieval.json --set train.steps=8 --resume " +
                                    model.parent_path().string());
   CATCH_CHECK(resume.code == 4);
@@ -142,19 +149,20 @@ CATCH_TEST_CASE("a damaged checkpoint is refused with exit code 4", "[e2e][cli][
 CATCH_TEST_CASE("eval writes eval/step_N.json for retrieval and text runs", "[e2e][cli]") {
   const fs::path retrieval = scratch("eval_retrieval");
   CATCH_REQUIRE(
-      run_causal("train --config configs/retrieval.json --set train.steps=30 --run-dir " + retrieval.string()).code ==
-      0);
+      run_causal("train --config configs/retrieval.json --set train.steps=30 --run-dir " + retrieval.string())
+          .code == 0);
   const Result r = run_causal("eval --run " + retrieval.string());
   CATCH_REQUIRE(r.code == 0);
   CATCH_CHECK_THAT(r.out, Catch::Matchers::Contains("intervention accuracy"));
   const auto figures = nlohmann::json::parse(slurp(retrieval / "eval" / "step_00000030.json"));
   CATCH_CHECK(figures["loss"] == figures["test_loss"]);
-  CATCH_CHECK(figures["loss"] ==
-              nlohmann::json::parse(slurp(retrieval / "results.json"))["test_loss"]);  // same model, same data
+  CATCH_CHECK(figures["loss"] == nlohmann::json::parse(slurp(
+                                     retrieval / "results.json"))["test_loss"]);  // same model, same data
   fs::remove_all(retrieval);
 
   const fs::path text = scratch("eval_text");
   const fs::path run = train_text_run(text, 6);
+  fs::remove(text / "train.tok");  // evaluation never needs the training split
   const Result t = run_causal("eval --run " + run.string() + " --checkpoint 4");
   CATCH_REQUIRE(t.code == 0);
   CATCH_CHECK_THAT(t.out, Catch::Matchers::Contains("val_bits_per_byte"));
@@ -184,14 +192,16 @@ CATCH_TEST_CASE("generate --verify-cache matches the full pass and sampling is r
   const Result a = run_causal(base + "--seed 3 --top-k 5"), b = run_causal(base + "--seed 3 --top-k 5");
   CATCH_CHECK(a.code == 0);
   CATCH_CHECK(a.out == b.out);
-  const Result long_prompt = run_causal("generate --run " + run.string() + " --prompt " + std::string(24, 'x'));
+  const Result long_prompt =
+      run_causal("generate --run " + run.string() + " --prompt " + std::string(24, 'x'));
   CATCH_CHECK(long_prompt.code == 2);
   CATCH_CHECK_THAT(long_prompt.err, Catch::Matchers::Contains("max_seq_len"));
   fs::remove_all(text);
 
   const fs::path retrieval = scratch("generate_retrieval");
   CATCH_REQUIRE(
-      run_causal("train --config configs/retrieval.json --set train.steps=2 --run-dir " + retrieval.string()).code == 0);
+      run_causal("train --config configs/retrieval.json --set train.steps=2 --run-dir " + retrieval.string())
+          .code == 0);
   CATCH_CHECK(run_causal("generate --run " + retrieval.string() + " --prompt x").code == 4);
   fs::remove_all(retrieval);
 }

@@ -57,7 +57,8 @@ CATCH_TEST_CASE("inspect --json reports the seed's KV-cache example", "[unit][cl
   fs::create_directories(dir);
   std::ofstream(dir / "m.json") << R"({"model": {"d_model": 4096, "n_layers": 32, "n_heads": 32,
       "n_kv_heads": 8, "max_seq_len": 4096}})";
-  Result r = run_causal("inspect --config " + (dir / "m.json").string() + " --context 4096 --dtype bf16 --json");
+  Result r =
+      run_causal("inspect --config " + (dir / "m.json").string() + " --context 4096 --dtype bf16 --json");
   CATCH_REQUIRE(r.code == 0);
   CATCH_CHECK_THAT(r.out, Catch::Matchers::Contains("536870912"));
   fs::remove_all(dir);

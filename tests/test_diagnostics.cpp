@@ -39,8 +39,8 @@ struct Scratch {
 };
 
 RunConfig retrieval(const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> overrides = {"train.steps=20", "train.log_every=1", "threads=1", "model.n_layers=2",
-                                        "model.dropout=0.1"};
+  std::vector<std::string> overrides = {"train.steps=20", "train.log_every=1", "threads=1",
+                                        "model.n_layers=2", "model.dropout=0.1"};
   overrides.insert(overrides.end(), extra.begin(), extra.end());
   return load_config(std::string(CAUSAL_SOURCE_DIR) + "/configs/retrieval.json", overrides);
 }
@@ -105,7 +105,8 @@ CATCH_TEST_CASE("diagnostics: a NaN activation aborts before any update and name
   const ReplayResult replay = replay_step(bundle);
   CATCH_CHECK_FALSE(replay.outcome.finite);
   CATCH_CHECK_THAT(message, Catch::Matchers::Contains(replay.outcome.nonfinite_cause));
-  CATCH_CHECK(replay.original_message + "; forensics" == message.substr(0, replay.original_message.size() + 11));
+  CATCH_CHECK(replay.original_message + "; forensics" ==
+              message.substr(0, replay.original_message.size() + 11));
 }
 
 CATCH_TEST_CASE("diagnostics: a NaN gradient or weight is named by its parameter", "[e2e][diagnostics]") {
@@ -115,10 +116,12 @@ CATCH_TEST_CASE("diagnostics: a NaN gradient or weight is named by its parameter
                    Catch::Matchers::Contains("step 4: non-finite gradient norm") &&
                        Catch::Matchers::Contains("activations finite; first non-finite gradient: "
                                                  "blocks.0.attn.q_proj.weight"));
-  CATCH_CHECK_THAT(abort_message(config, scratch.path / "weight", "weight:blocks.1.attn.v_proj.weight@2"),
-                   Catch::Matchers::Contains("step 2: non-finite loss") &&
-                       Catch::Matchers::Contains("parameter blocks.1.attn.v_proj.weight holds a non-finite value"));
-  CATCH_CHECK_THROWS_AS(run(config, scratch.path / "typo", "weight:blocks.9.nothing@2"), std::invalid_argument);
+  CATCH_CHECK_THAT(
+      abort_message(config, scratch.path / "weight", "weight:blocks.1.attn.v_proj.weight@2"),
+      Catch::Matchers::Contains("step 2: non-finite loss") &&
+          Catch::Matchers::Contains("parameter blocks.1.attn.v_proj.weight holds a non-finite value"));
+  CATCH_CHECK_THROWS_AS(run(config, scratch.path / "typo", "weight:blocks.9.nothing@2"),
+                        std::invalid_argument);
 }
 
 CATCH_TEST_CASE("diagnostics: skip mode counts skipped steps, continues, and gives up after N in a row",
@@ -134,10 +137,14 @@ CATCH_TEST_CASE("diagnostics: skip mode counts skipped steps, continues, and giv
   CATCH_CHECK(rows[5]["finite"] == true);
   CATCH_CHECK(rows.back()["skipped_steps"] == 1);
   // A poisoned weight stays poisoned: every step after it is skipped until the limit aborts the run.
-  const std::string message = abort_message(retrieval({"train.nonfinite=skip", "train.max_consecutive_skips=3"}),
-                                            scratch.path / "always", "weight:head.weight@6");
+  const std::string message = abort_message(
+      retrieval({"train.nonfinite=skip", "train.max_consecutive_skips=3", "train.checkpoint_every=7"}),
+      scratch.path / "always", "weight:head.weight@6");
   CATCH_CHECK_THAT(message, Catch::Matchers::Contains("step 8:") &&
                                 Catch::Matchers::Contains("3 consecutive steps skipped"));
+  // Step 7 was due for a checkpoint, but a model holding NaN is never checkpointed.
+  CATCH_CHECK(fs::exists(scratch.path / "always" / "forensics" / checkpoint_name(8)));
+  CATCH_CHECK_FALSE(fs::exists(scratch.path / "always" / "checkpoints" / checkpoint_name(7)));
 }
 
 CATCH_TEST_CASE("diagnostics: the spike detector fires on a spike and not on a smooth noisy run",
@@ -146,7 +153,8 @@ CATCH_TEST_CASE("diagnostics: the spike detector fires on a spike and not on a s
   std::normal_distribution<double> noise(0.0, 0.02);
   SpikeDetector smooth(50, 6.0);
   int flagged = 0;
-  for (int i = 0; i < 2000; ++i) flagged += smooth.observe(3.0 * std::exp(-i / 500.0) + 1.0 + noise(rng), 0.5 + noise(rng)).spike;
+  for (int i = 0; i < 2000; ++i)
+    flagged += smooth.observe(3.0 * std::exp(-i / 500.0) + 1.0 + noise(rng), 0.5 + noise(rng)).spike;
   CATCH_CHECK(flagged == 0);
 
   SpikeDetector a(50, 6.0), b(50, 6.0);
@@ -190,8 +198,9 @@ CATCH_TEST_CASE("diagnostics: the metrics schema holds on a real run", "[e2e][di
   const auto number = [](const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); };
   for (const auto& row : rows) {
     CATCH_INFO(row.dump());
-    for (const char* key : {"loss", "lr", "grad_norm", "grad_norm_after_clip", "tokens_per_s", "mfu",
-                            "tokens_per_param", "elapsed", "peak_rss_mib", "max_abs_logit", "loss_z", "grad_norm_z"})
+    for (const char* key :
+         {"loss", "lr", "grad_norm", "grad_norm_after_clip", "tokens_per_s", "mfu", "tokens_per_param",
+          "elapsed", "peak_rss_mib", "max_abs_logit", "loss_z", "grad_norm_z"})
       CATCH_CHECK(number(row[key]));
     for (const char* key : {"step", "valid_tokens", "tokens_seen", "skipped_steps"})
       CATCH_CHECK(row[key].is_number_integer());
@@ -219,14 +228,16 @@ CATCH_TEST_CASE("diagnostics: --inject-fault exits 5 with one line and --replay 
   const fs::path dir = testing::scratch("inject");
   const testing::Result r = testing::run_causal(
       "train --config configs/retrieval.json --set train.steps=10 --inject-fault activation:blocks.0.ffn@4 "
-      "--run-dir " + dir.string());
+      "--run-dir " +
+      dir.string());
   CATCH_CHECK(r.code == 5);
   CATCH_CHECK(testing::line_count(r.err.substr(r.err.find("causal: error:"))) == 1);
   CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains("blocks.0.ffn") && Catch::Matchers::Contains("--replay"));
   const testing::Result replay =
       testing::run_causal("train --replay " + (dir / "forensics" / checkpoint_name(4)).string());
   CATCH_CHECK(replay.code == 5);
-  CATCH_CHECK_THAT(replay.out, Catch::Matchers::Contains("replayed:") && Catch::Matchers::Contains("blocks.0.ffn"));
+  CATCH_CHECK_THAT(replay.out,
+                   Catch::Matchers::Contains("replayed:") && Catch::Matchers::Contains("blocks.0.ffn"));
   fs::remove_all(dir);
 }
 

@@ -48,12 +48,16 @@ Comparison compare_with_reference(const RunConfig& config, const fs::path& dir, 
   for (const auto& item : model->named_parameters()) weights.emplace_back(item.key(), item.value());
   save_safetensors((dir / "model.safetensors").string(), weights);
   std::ofstream(dir / "config.json") << config_to_json(config).dump(2);
-  save_safetensors((dir / "batch.safetensors").string(),
-                   {{"tokens", b.tokens}, {"positions", b.positions}, {"segment_ids", b.segment_ids},
-                    {"key_valid", b.key_valid}, {"labels", b.labels}, {"logits", logits + shift}, {"loss", loss}});
-  const std::string cmd = std::string("/usr/bin/python3 ") + CAUSAL_SOURCE_DIR + "/tools/reference_model.py --checkpoint " +
-                          dir.string() + " --batch " + (dir / "batch.safetensors").string() + " --json >" +
-                          (dir / "out.json").string();
+  save_safetensors((dir / "batch.safetensors").string(), {{"tokens", b.tokens},
+                                                          {"positions", b.positions},
+                                                          {"segment_ids", b.segment_ids},
+                                                          {"key_valid", b.key_valid},
+                                                          {"labels", b.labels},
+                                                          {"logits", logits + shift},
+                                                          {"loss", loss}});
+  const std::string cmd = std::string("/usr/bin/python3 ") + CAUSAL_SOURCE_DIR +
+                          "/tools/reference_model.py --checkpoint " + dir.string() + " --batch " +
+                          (dir / "batch.safetensors").string() + " --json >" + (dir / "out.json").string();
   const int status = std::system(cmd.c_str());
   return {WEXITSTATUS(status), nlohmann::json::parse(testing::slurp(dir / "out.json"))};
 }
@@ -91,7 +95,7 @@ CATCH_TEST_CASE("reference: an independent PyTorch model reproduces causal's log
     CATCH_CHECK(out["loss_diff"].get<double>() < 1e-5);
     CATCH_CHECK(out["loss_ref"].get<double>() > 1.0);  // logits far from uniform would show a real mismatch
     CATCH_WARN(name << ": max |logit diff| " << out["max_abs_logit_diff"].get<double>() << ", loss diff "
-              << out["loss_diff"].get<double>());
+                    << out["loss_diff"].get<double>());
   }
   // The comparison can fail: logits off by 1e-4 are reported (exit code 1).
   const Comparison off = compare_with_reference(model_config(models[0].second), root / "shifted", 1e-4);

@@ -53,9 +53,11 @@ RunConfig text_config(const fs::path& dir, double dropout) {
     "model": {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259, "d_model": 32,
               "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn": "swiglu", "norm": "rmsnorm",
               "position": "rope", "max_seq_len": 32, "bias": false, "tie_embeddings": true,
-              "dropout": )" + std::to_string(dropout) + R"(},
-    "data": {"kind": "text", "train": ")" + (dir / "train.tok").string() + R"(", "val": ")" +
-                           (dir / "val.tok").string() + R"(", "seq_len": 32},
+              "dropout": )" +
+                           std::to_string(dropout) + R"(},
+    "data": {"kind": "text", "train": ")" +
+                           (dir / "train.tok").string() + R"(", "val": ")" + (dir / "val.tok").string() +
+                           R"(", "seq_len": 32},
     "train": {"steps": 16, "batch_size": 3, "grad_accum": 2, "log_every": 1, "eval_every": 5,
               "optimizer": {"lr": 0.003}, "schedule": {"kind": "cosine", "warmup_steps": 3}}})";
   return parse_config_text(json, "text test config");
@@ -86,7 +88,8 @@ std::vector<nlohmann::json> metrics(const fs::path& dir) {
 // First difference between two sets of tensors ("" if none), compared by content.
 std::string tensor_difference(const fs::path& a, const fs::path& b) {
   const NamedTensors x = load_safetensors(a.string()), y = load_safetensors(b.string());
-  if (x.size() != y.size()) return "tensor count " + std::to_string(x.size()) + " vs " + std::to_string(y.size());
+  if (x.size() != y.size())
+    return "tensor count " + std::to_string(x.size()) + " vs " + std::to_string(y.size());
   for (size_t i = 0; i < x.size(); ++i) {
     if (x[i].first != y[i].first) return "name " + x[i].first + " vs " + y[i].first;
     if (!torch::equal(x[i].second, y[i].second)) return "values of " + x[i].first;
@@ -94,11 +97,13 @@ std::string tensor_difference(const fs::path& a, const fs::path& b) {
   return "";
 }
 
-std::string first_metrics_difference(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b) {
+std::string first_metrics_difference(const std::vector<nlohmann::json>& a,
+                                     const std::vector<nlohmann::json>& b) {
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
     if (a[i] != b[i]) return "row " + std::to_string(i) + ": " + a[i].dump() + " vs " + b[i].dump();
   }
-  return a.size() == b.size() ? "" : "row counts " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+  return a.size() == b.size() ? ""
+                              : "row counts " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
 }
 
 // Runs `config` straight, then once per schedule of stops (each a list of --stop-at-step values) and
@@ -152,8 +157,9 @@ CATCH_TEST_CASE("resume refuses another model or data config, listing every fiel
   apply_override(other, "model.d_model=64");
   apply_override(other, "data.pairs=3");
   resolve(other);
-  CATCH_CHECK_THROWS_WITH(run(other, dir), Catch::Matchers::Contains("model.d_model: checkpoint 32, requested 64") &&
-                                               Catch::Matchers::Contains("data.pairs"));
+  CATCH_CHECK_THROWS_WITH(run(other, dir),
+                          Catch::Matchers::Contains("model.d_model: checkpoint 32, requested 64") &&
+                              Catch::Matchers::Contains("data.pairs"));
   CATCH_CHECK(metrics(dir) == before);
   // Changing only how long to train is allowed and continues the run.
   RunConfig longer = config;
@@ -161,7 +167,8 @@ CATCH_TEST_CASE("resume refuses another model or data config, listing every fiel
   CATCH_CHECK(run(longer, dir)["steps"] == 30);
 }
 
-CATCH_TEST_CASE("resume PATH forks into a new folder and never overwrites newer checkpoints", "[e2e][resume]") {
+CATCH_TEST_CASE("resume PATH forks into a new folder and never overwrites newer checkpoints",
+                "[e2e][resume]") {
   Scratch scratch("fork");
   const RunConfig config = retrieval_config(0.1);
   const fs::path a = scratch.path / "a", b = scratch.path / "b";

@@ -17,8 +17,8 @@
 #include "eval/inspect.h"
 #include "report/report.h"
 #include "train/checkpoint_error.h"
-#include "train/health.h"
 #include "train/forensics.h"
+#include "train/health.h"
 #include "train/interrupt.h"
 #include "train/run_folder.h"
 #include "train/train_run.h"
@@ -106,10 +106,11 @@ int main(int argc, char** argv) {
                    "Save a checkpoint after step K and exit 0, as a preempted run would (to reproduce an "
                    "interruption exactly)")
       ->check(CLI::PositiveNumber);
-  train->add_option("--inject-fault", train_request.inject_fault,
-                    "Fault injection for drills and tests: KIND:NAME@STEP fills a weight (weight:PARAM), a "
-                    "sub-layer output (activation:embed|blocks.<i>.attn|blocks.<i>.ffn|final_norm|logits) or a "
-                    "gradient (gradient:PARAM) with NaN at that step");
+  train->add_option(
+      "--inject-fault", train_request.inject_fault,
+      "Fault injection for drills and tests: KIND:NAME@STEP fills a weight (weight:PARAM), a "
+      "sub-layer output (activation:embed|blocks.<i>.attn|blocks.<i>.ffn|final_norm|logits) or a "
+      "gradient (gradient:PARAM) with NaN at that step");
   train->add_option("--replay", replay_bundle,
                     "Recompute the step saved in a forensics bundle (RUN/forensics/step_N) from its weights, "
                     "batch and RNG state, and report whether it is non-finite again (exit 5) and where");
@@ -176,14 +177,14 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   generate
-      ->add_option("--temperature", generate_request.temperature,
-                   "Softmax temperature; 0 = greedy (argmax)")
+      ->add_option("--temperature", generate_request.temperature, "Softmax temperature; 0 = greedy (argmax)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   generate->add_option("--top-k", generate_request.top_k, "Sample among the K likeliest tokens; 0 = all")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  generate->add_option("--seed", generate_request.seed, "Seed of the sampling generator")->capture_default_str();
+  generate->add_option("--seed", generate_request.seed, "Seed of the sampling generator")
+      ->capture_default_str();
   generate->add_option("--set", generate_request.overrides, "Override device or threads");
   generate->add_flag("--verify-cache", generate_request.verify_cache,
                      "Recompute the full causal pass at every step and end with the line "
@@ -196,7 +197,8 @@ int main(int argc, char** argv) {
       "Write RUN/report.html: one self-contained page (inline SVG and CSS, no script, nothing fetched) with "
       "the config, results, training curves, retrieval controls and attention heatmaps of the newest valid "
       "checkpoint. Works while the run is still training; see docs/report.md.");
-  report_command->add_option("--run", report_run, "Run folder (holds config.json and metrics.jsonl)")->required();
+  report_command->add_option("--run", report_run, "Run folder (holds config.json and metrics.jsonl)")
+      ->required();
 
   // data encode / data inspect
   CLI::App* data =
@@ -243,7 +245,8 @@ int main(int argc, char** argv) {
                   << (replay.outcome.finite ? "" : "; " + replay.outcome.nonfinite_cause) << "\n";
         return replay.outcome.finite ? kOk : kNumerical;
       }
-      if (config_path.empty()) throw std::invalid_argument("train: --config is required (or --replay BUNDLE)");
+      if (config_path.empty())
+        throw std::invalid_argument("train: --config is required (or --replay BUNDLE)");
       causal::RunConfig config = causal::load_config(config_path, overrides);
       if (print_config) {
         std::cout << causal::config_to_string(config) << "\n";
@@ -282,7 +285,8 @@ int main(int argc, char** argv) {
       const causal::GenerateResult result = causal::generate_text(generate_request);
       std::cout << generate_request.prompt << result.text << "\n";
       std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n",
-                   result.generated_ids.size(), static_cast<long long>(result.step), result.stop_reason.c_str());
+                   result.generated_ids.size(), static_cast<long long>(result.step),
+                   result.stop_reason.c_str());
       if (generate_request.verify_cache) std::printf("verify-cache max_abs_diff=%.9g\n", result.max_abs_diff);
       return kOk;
     });

@@ -77,7 +77,7 @@ class TextBatchSource : public BatchSource {
  public:
   TextBatchSource(TokenFile file, const TextRowOptions& options, int64_t batch_size, uint64_t seed);
   Batch next() override;
-  nlohmann::json state() const override;           // cursor_to_json(cursor())
+  nlohmann::json state() const override;               // cursor_to_json(cursor())
   void restore(const nlohmann::json& state) override;  // restore(cursor_from_json(state))
 
   TextCursor cursor() const { return {epoch_, position_, seed_}; }

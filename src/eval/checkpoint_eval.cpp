@@ -25,7 +25,8 @@ namespace {
 
 // The default figures go to step_N.json; figures on overridden data get a name of their own so one
 // never replaces the other.
-std::string eval_file_name(int64_t step, const std::string& split, const std::vector<std::string>& overrides) {
+std::string eval_file_name(int64_t step, const std::string& split,
+                           const std::vector<std::string>& overrides) {
   std::string name = checkpoint_name(step);
   if (!overrides.empty()) {
     std::string joined;
@@ -46,12 +47,15 @@ std::string byte_label(int64_t id, const TokenizerInfo& info) {
   return hex;
 }
 
-ProbeSet text_probe_set(const TokenFile& val, const TextRowOptions& rows, int64_t batch_size, int64_t max_batches) {
+ProbeSet text_probe_set(const TokenFile& val, const TextRowOptions& rows, int64_t batch_size,
+                        int64_t max_batches) {
   ProbeSet set;
   const TextEvalBatches batches(val, rows, batch_size);
-  for (int64_t i = 0; i < std::min(max_batches, batches.num_batches()); ++i) set.batches.push_back(batches.batch(i));
+  for (int64_t i = 0; i < std::min(max_batches, batches.num_batches()); ++i)
+    set.batches.push_back(batches.batch(i));
   const at::Tensor first = set.batches.at(0).tokens[0].select(1, 0);  // (T)
-  for (int64_t t = 0; t < first.size(0); ++t) set.labels.push_back(byte_label(first[t].item<int64_t>(), val.tokenizer()));
+  for (int64_t t = 0; t < first.size(0); ++t)
+    set.labels.push_back(byte_label(first[t].item<int64_t>(), val.tokenizer()));
   return set;
 }
 
@@ -77,7 +81,8 @@ std::string format_entropy(const nlohmann::json& probe) {
   for (size_t l = 0; l < probe["layers"].size(); ++l) {
     out += "  layer " + std::to_string(l) + ":";
     for (const auto& head : probe["layers"][l]["heads"]) {
-      std::snprintf(line, sizeof(line), " %.3f [%.3f]", head["entropy"].get<double>(), head["max_entropy"].get<double>());
+      std::snprintf(line, sizeof(line), " %.3f [%.3f]", head["entropy"].get<double>(),
+                    head["max_entropy"].get<double>());
       out += line;
     }
     out += "\n";
@@ -120,7 +125,8 @@ EvalOutcome evaluate_checkpoint(const EvalRequest& request) {
     const TokenFile val(config.data.val);
     check_model_vocab(val.header(), config.data.val, config.model.inputs[0].vocab, config.model.output_vocab);
     const TextRowOptions rows = TextRowOptions::from(config.data);
-    const TextEvalReport report = evaluate_text(loaded.model, val, rows, config.train.batch_size, loaded.device);
+    const TextEvalReport report =
+        evaluate_text(loaded.model, val, rows, config.train.batch_size, loaded.device);
     figures = report.to_json("");
     outcome.table = format_text_table(report.to_json("val_"));
     if (probing) probes = text_probe_set(val, rows, config.train.batch_size, request.probe_batches);
@@ -146,9 +152,8 @@ EvalOutcome evaluate_checkpoint(const EvalRequest& request) {
   figures["checkpoint"] = loaded.checkpoint.dir.string();
   figures["overrides"] = request.overrides;
   figures["data"] = config_to_json(config)["data"];
-  outcome.file = (fs::path(request.run_dir) / "eval" /
-                  eval_file_name(step, split, request.overrides))
-                     .string();
+  outcome.file =
+      (fs::path(request.run_dir) / "eval" / eval_file_name(step, split, request.overrides)).string();
   write_atomically(outcome.file, figures);
   outcome.table = "checkpoint " + loaded.checkpoint.dir.string() + " (step " + std::to_string(step) + "), " +
                   split + " split\n" + outcome.table;

@@ -12,8 +12,8 @@ struct EvalRequest {
   std::string checkpoint;              // "" newest valid, a step number, or a checkpoint directory
   std::string split;                   // "" = the task's held-out split: "val" (text), "test" (retrieval)
   std::vector<std::string> overrides;  // data.*, device, threads (load_checkpoint_model)
-  bool attention = false;     // add attention maps (first example) and per-head entropy (probes.h)
-  bool ablate_heads = false;  // add the loss/accuracy change of zeroing each head in turn
+  bool attention = false;              // add attention maps (first example) and per-head entropy (probes.h)
+  bool ablate_heads = false;           // add the loss/accuracy change of zeroing each head in turn
   int64_t probe_batches = 8;  // text: evaluation batches the probes use (retrieval: the whole test split)
 };
 

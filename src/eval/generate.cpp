@@ -74,7 +74,8 @@ GenerateResult generate_text(const GenerateRequest& request) {
     options.cache = &cache;
     const at::Tensor cached = model->forward(ModelInputs{chunk}, options).logits[0];  // (Tchunk,V)
     if (request.verify_cache) {
-      const at::Tensor full = model->forward(ModelInputs{at::tensor(all, long_options).unsqueeze(0)}).logits[0];
+      const at::Tensor full =
+          model->forward(ModelInputs{at::tensor(all, long_options).unsqueeze(0)}).logits[0];
       const at::Tensor expected = full.slice(0, full.size(0) - cached.size(0));
       result.max_abs_diff = std::max(result.max_abs_diff, (cached - expected).abs().max().item<double>());
     }

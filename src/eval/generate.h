@@ -14,9 +14,9 @@ struct GenerateRequest {
   std::vector<std::string> overrides;  // device, threads
   std::string prompt;                  // text; encoded as [BOS, bytes...]
   int64_t max_new_tokens = 200;
-  double temperature = 1.0;  // 0 = greedy
-  int64_t top_k = 0;         // 0 = the whole vocabulary
-  uint64_t seed = 0;         // sampling generator; the same seed gives the same text
+  double temperature = 1.0;   // 0 = greedy
+  int64_t top_k = 0;          // 0 = the whole vocabulary
+  uint64_t seed = 0;          // sampling generator; the same seed gives the same text
   bool verify_cache = false;  // recompute the full pass at every step and compare logits
 };
 

@@ -160,8 +160,8 @@ InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t b
   mem.training = mem.parameters + mem.gradients + mem.optimizer;
   {
     const int64_t bt = batch * t, c = m.ffn == FfnKind::kGelu ? 2 : 4;
-    const int64_t per_block = bt * (6 * m.d_model + 2 * m.n_kv_heads * dk + c * m.ffn_hidden) +
-                              2 * batch * m.n_heads * t * t;
+    const int64_t per_block =
+        bt * (6 * m.d_model + 2 * m.n_kv_heads * dk + c * m.ffn_hidden) + 2 * batch * m.n_heads * t * t;
     mem.activations = (m.n_layers * per_block + bt * (3 * m.d_model + 2 * m.output_vocab)) * b;
   }
   mem.inference = mem.parameters + mem.kv_cache;
@@ -230,7 +230,8 @@ std::string format_inspect(const InspectReport& r) {
   row("training: params + grads + AdamW", with_commas(mem.training), human_bytes(mem.training));
   row("activations per micro-batch (est.)", with_commas(mem.activations), human_bytes(mem.activations));
   row("inference: params + KV cache", with_commas(mem.inference), human_bytes(mem.inference));
-  out << "  (activations: an estimate of what backward keeps, reference kernel; runs log the measured peak RSS)\n\n";
+  out << "  (activations: an estimate of what backward keeps, reference kernel; runs log the measured peak "
+         "RSS)\n\n";
 
   out << "compute-optimal (Chinchilla, D ~ 20 N): " << with_commas(r.scaling.compute_optimal_tokens)
       << " tokens, C ~ 6 N D = " << human_count(r.scaling.compute_optimal_flops, "FLOP");

@@ -52,8 +52,8 @@ struct MemoryPlan {
   // B*T*(6D + 2*Hkv*dk + c*F) + 2*B*Hq*T^2 (c = 2 gelu, 4 swiglu), plus B*T*(3D + 2V) for embeddings, final
   // norm, logits and their softmax.
   int64_t activations = 0;
-  int64_t training = 0;           // parameters + gradients + optimizer
-  int64_t inference = 0;          // parameters + kv_cache
+  int64_t training = 0;   // parameters + gradients + optimizer
+  int64_t inference = 0;  // parameters + kv_cache
 };
 
 // The seed's rough compute-optimal sizing (Chinchilla): D ~ 20 N tokens, C ~ 6 N D FLOPs.

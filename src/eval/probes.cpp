@@ -16,7 +16,8 @@ struct Score {
   double loss = 0.0, accuracy = 0.0;
 };
 
-Score score(Transformer& model, const ProbeSet& set, const c10::Device& device, const ForwardOptions& options) {
+Score score(Transformer& model, const ProbeSet& set, const c10::Device& device,
+            const ForwardOptions& options) {
   double loss = 0.0, correct = 0.0, count = 0.0;
   for (const Batch& cpu : set.batches) {
     const Batch b = cpu.to(device);
@@ -39,7 +40,8 @@ nlohmann::json attention_probe(Transformer& model, const ProbeSet& set, const c1
   options.collect_attention = true;
   const ModelOutput out = model->forward(model_inputs(b), options);
   // Queries that are not padding; a query's allowed keys are those with weight > 0 under the mask.
-  const at::Tensor valid_query = b.key_valid.defined() ? b.key_valid : at::ones_like(b.labels, at::kBool);  // (B,T)
+  const at::Tensor valid_query =
+      b.key_valid.defined() ? b.key_valid : at::ones_like(b.labels, at::kBool);  // (B,T)
   nlohmann::json layers = nlohmann::json::array();
   for (const at::Tensor& weights : out.attention) {  // (B,H,T,Tk)
     const at::Tensor p = weights.to(at::kDouble).cpu();
@@ -55,9 +57,10 @@ nlohmann::json attention_probe(Transformer& model, const ProbeSet& set, const c1
         const float* row = map[q].data_ptr<float>();
         rows[static_cast<size_t>(q)].assign(row, row + map.size(1));
       }
-      heads.push_back({{"entropy", (entropy.select(1, h) * mask.select(1, h)).sum().item<double>() / queries},
-                       {"max_entropy", (uniform.select(1, h) * mask.select(1, h)).sum().item<double>() / queries},
-                       {"weights", rows}});
+      heads.push_back(
+          {{"entropy", (entropy.select(1, h) * mask.select(1, h)).sum().item<double>() / queries},
+           {"max_entropy", (uniform.select(1, h) * mask.select(1, h)).sum().item<double>() / queries},
+           {"weights", rows}});
     }
     layers.push_back({{"heads", heads}});
   }
@@ -99,8 +102,9 @@ std::string format_head_ablation(const nlohmann::json& ablation) {
   out += "  layer head   loss     d_loss    accuracy  d_accuracy\n";
   for (const auto& h : heads) {
     std::snprintf(line, sizeof(line), "  %5lld %4lld  %8.4f %+9.4f  %8.4f  %+9.4f\n",
-                  static_cast<long long>(h["layer"].get<int64_t>()), static_cast<long long>(h["head"].get<int64_t>()),
-                  h["loss"].get<double>(), h["delta_loss"].get<double>(), h["accuracy"].get<double>(),
+                  static_cast<long long>(h["layer"].get<int64_t>()),
+                  static_cast<long long>(h["head"].get<int64_t>()), h["loss"].get<double>(),
+                  h["delta_loss"].get<double>(), h["accuracy"].get<double>(),
                   h["delta_accuracy"].get<double>());
     out += line;
   }

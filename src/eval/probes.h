@@ -27,8 +27,9 @@ struct ProbeSet {
 // -sum p ln p (nats), max_entropy the same mean of ln(allowed keys) (a uniform head).
 nlohmann::json attention_probe(Transformer& model, const ProbeSet& set, const c10::Device& device);
 
-// {"baseline": {"loss","accuracy"}, "heads": [{"layer","head","loss","accuracy","delta_loss","delta_accuracy"}]}
-// over every batch of the set; accuracy = argmax == label at labelled positions.
+// {"baseline": {"loss","accuracy"}, "heads":
+// [{"layer","head","loss","accuracy","delta_loss","delta_accuracy"}]} over every batch of the set; accuracy =
+// argmax == label at labelled positions.
 nlohmann::json head_ablation(Transformer& model, const ProbeSet& set, const c10::Device& device);
 
 // Text table of the ablation, largest loss increase first.

@@ -1,9 +1,9 @@
 // Multi-head causal self-attention module (see attention.h).
 #include "model/attention.h"
 
-#include <limits>
-
 #include <torch/torch.h>
+
+#include <limits>
 
 #include "model/kv_cache.h"
 

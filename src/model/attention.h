@@ -43,10 +43,10 @@ struct AttentionContext {
   torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool from build_allowed_mask; Tk includes cached keys
   RopeTables rope;        // tables for the new tokens' absolute positions; undefined = no RoPE
   RopePairing pairing = RopePairing::kInterleaved;
-  KVCache* cache = nullptr;   // append this layer's K/V here and attend over all cached keys
-  int64_t layer = 0;          // this layer's index in the cache
-  bool want_weights = false;  // return weights (forces the reference kernel)
-  int64_t ablate_head = -1;   // zero this query head's output before o_proj; -1 = none
+  KVCache* cache = nullptr;        // append this layer's K/V here and attend over all cached keys
+  int64_t layer = 0;               // this layer's index in the cache
+  bool want_weights = false;       // return weights (forces the reference kernel)
+  int64_t ablate_head = -1;        // zero this query head's output before o_proj; -1 = none
   SublayerTrace* trace = nullptr;  // blocks append their branch outputs here when set
   std::string poison;              // fault injection: the sub-layer whose output is replaced by NaN
 };

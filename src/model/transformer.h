@@ -34,7 +34,8 @@ struct ForwardOptions {
       false;  // fill ModelOutput::attention (weights per layer; forces the reference kernel)
   int64_t ablate_layer = -1, ablate_head = -1;  // zero this head's output before o_proj (head ablation probe)
   SublayerTrace* trace = nullptr;  // receives every sub-layer output in forward order (health checks)
-  std::string poison_sublayer;     // fault injection: this sub-layer's output becomes NaN (tests, --inject-fault)
+  std::string
+      poison_sublayer;  // fault injection: this sub-layer's output becomes NaN (tests, --inject-fault)
 };
 
 struct ModelOutput {

@@ -72,7 +72,8 @@ std::string shape_text(at::IntArrayRef sizes) {
   return text + "]";
 }
 
-void flatten(const nlohmann::json& value, const std::string& path, std::map<std::string, nlohmann::json>& out) {
+void flatten(const nlohmann::json& value, const std::string& path,
+             std::map<std::string, nlohmann::json>& out) {
   if (value.is_object() && !value.empty()) {
     for (const auto& [key, child] : value.items()) flatten(child, path.empty() ? key : path + "." + key, out);
   } else {
@@ -83,9 +84,15 @@ void flatten(const nlohmann::json& value, const std::string& path, std::map<std:
 }  // namespace
 
 nlohmann::json TrainingState::to_json() const {
-  return {{"format", kStateFormat}, {"step", step},         {"tokens_seen", tokens_seen},
-          {"skipped_steps", skipped_steps}, {"initial_loss", initial_loss}, {"data", data},
-          {"data_identity", data_identity}, {"rng", rng}, {"consecutive_skips", consecutive_skips},
+  return {{"format", kStateFormat},
+          {"step", step},
+          {"tokens_seen", tokens_seen},
+          {"skipped_steps", skipped_steps},
+          {"initial_loss", initial_loss},
+          {"data", data},
+          {"data_identity", data_identity},
+          {"rng", rng},
+          {"consecutive_skips", consecutive_skips},
           {"spike_detector", spike_detector}};
 }
 
@@ -124,7 +131,8 @@ void restore_global_rng(const nlohmann::json& rng, const c10::Device& device) {
   try {
     if (!device.is_cpu()) {
       if (!rng.contains("device")) {
-        throw CheckpointError("[checkpoint] the checkpoint holds no generator state for device " + device.str());
+        throw CheckpointError("[checkpoint] the checkpoint holds no generator state for device " +
+                              device.str());
       }
       restore_generator_state(at::globalContext().defaultGenerator(device),
                               rng.at("device").at("state").get<std::string>(), device.str() + " generator");
@@ -140,8 +148,8 @@ void restore_global_rng(const nlohmann::json& rng, const c10::Device& device) {
   }
 }
 
-void write_training_tensors(const fs::path& dir, torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
-                            int64_t step) {
+void write_training_tensors(const fs::path& dir, torch::nn::Module& model,
+                            const torch::optim::Optimizer& optimizer, int64_t step) {
   NamedTensors weights, moments;
   const auto& optimizer_state = optimizer.state();
   for (const auto& item : model.named_parameters()) {
@@ -194,12 +202,14 @@ fs::path find_checkpoint(const fs::path& run_dir, const std::string& ref) {
   }
   if (std::all_of(ref.begin(), ref.end(), [](unsigned char c) { return std::isdigit(c); })) {
     const fs::path dir = root / checkpoint_name(std::stoll(ref));
-    if (!fs::is_directory(dir)) throw CheckpointError("[checkpoint] no checkpoint for step " + ref + " (" + dir.string() + ")");
+    if (!fs::is_directory(dir))
+      throw CheckpointError("[checkpoint] no checkpoint for step " + ref + " (" + dir.string() + ")");
     return dir;
   }
   const fs::path path(ref);
   if (fs::is_directory(path / "checkpoints")) return find_checkpoint(path, "");  // a run folder: its newest
-  if (!fs::is_directory(path)) throw CheckpointError("[checkpoint] " + ref + " is not a checkpoint directory");
+  if (!fs::is_directory(path))
+    throw CheckpointError("[checkpoint] " + ref + " is not a checkpoint directory");
   return path;
 }
 
@@ -214,13 +224,15 @@ void load_model_weights(const fs::path& dir, torch::nn::Module& model) {
     const at::Tensor& p = item.value();
     if (found->second.sizes() != p.sizes() || found->second.scalar_type() != p.scalar_type()) {
       throw CheckpointError("[checkpoint] " + file + ": " + item.key() + " is " +
-                            shape_text(found->second.sizes()) + " " + c10::toString(found->second.scalar_type()) +
-                            ", the model needs " + shape_text(p.sizes()) + " " + c10::toString(p.scalar_type()));
+                            shape_text(found->second.sizes()) + " " +
+                            c10::toString(found->second.scalar_type()) + ", the model needs " +
+                            shape_text(p.sizes()) + " " + c10::toString(p.scalar_type()));
     }
   }
   for (const auto& [name, tensor] : stored) {
     if (!parameters.contains(name))
-      throw CheckpointError("[checkpoint] " + file + ": tensor " + name + " belongs to no parameter of this model");
+      throw CheckpointError("[checkpoint] " + file + ": tensor " + name +
+                            " belongs to no parameter of this model");
   }
   torch::NoGradGuard no_grad;
   for (auto& item : parameters) item.value().copy_(stored.at(item.key()));

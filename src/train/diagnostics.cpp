@@ -45,7 +45,8 @@ std::vector<std::vector<torch::Tensor>> snapshot_blocks(torch::nn::Module& model
   return blocks;
 }
 
-std::vector<double> update_ratios(torch::nn::Module& model, const std::vector<std::vector<torch::Tensor>>& before) {
+std::vector<double> update_ratios(torch::nn::Module& model,
+                                  const std::vector<std::vector<torch::Tensor>>& before) {
   torch::NoGradGuard no_grad;
   const int64_t n_layers = static_cast<int64_t>(before.size());
   std::vector<double> change(before.size(), 0.0), weight(before.size(), 0.0);

@@ -27,7 +27,8 @@ LayerValues gradient_norms_by_layer(torch::nn::Module& model, int64_t n_layers);
 std::vector<std::vector<torch::Tensor>> snapshot_blocks(torch::nn::Module& model, int64_t n_layers);
 
 // ||w_after - w_before|| / ||w_before|| per block (0 when the block's weights are all zero).
-std::vector<double> update_ratios(torch::nn::Module& model, const std::vector<std::vector<torch::Tensor>>& before);
+std::vector<double> update_ratios(torch::nn::Module& model,
+                                  const std::vector<std::vector<torch::Tensor>>& before);
 
 // Name of the first parameter (in registration = forward order) holding a non-finite value, or "".
 std::string first_nonfinite_parameter(torch::nn::Module& model);

@@ -10,8 +10,8 @@ namespace causal {
 struct FaultInjection {
   enum class Kind { kNone, kWeight, kActivation, kGradient };
   Kind kind = Kind::kNone;
-  std::string name;   // parameter name (weight, gradient) or sub-layer name (activation, see SublayerTrace)
-  int64_t step = 0;   // 1-based step whose forward/backward is poisoned
+  std::string name;  // parameter name (weight, gradient) or sub-layer name (activation, see SublayerTrace)
+  int64_t step = 0;  // 1-based step whose forward/backward is poisoned
 
   bool at(int64_t step_done) const { return kind != Kind::kNone && step == step_done; }
   std::string describe() const;  // the spec it was parsed from

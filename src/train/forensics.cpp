@@ -66,8 +66,8 @@ fs::path write_forensics(const fs::path& run_dir, const AbortedStep& step, torch
 ReplayResult replay_step(const fs::path& bundle) {
   verify_checkpoint(bundle);
   const nlohmann::json state = read_json(bundle / "state.json");
-  const RunConfig config = parse_config_text(read_json(bundle / "config.json").dump(),
-                                             (bundle / "config.json").string());
+  const RunConfig config =
+      parse_config_text(read_json(bundle / "config.json").dump(), (bundle / "config.json").string());
   configure_threads(config.threads);
   const c10::Device device = resolve_device(config.device);
 
@@ -78,8 +78,10 @@ ReplayResult replay_step(const fs::path& bundle) {
   for (auto& [name, tensor] : load_safetensors((bundle / "batch.safetensors").string())) {
     const auto dot = name.find('.');
     const size_t index = std::stoul(name.substr(2, dot - 2));
-    at::Tensor* slot = index < micro_batches.size() ? field(micro_batches[index], name.substr(dot + 1)) : nullptr;
-    if (slot == nullptr) throw CheckpointError("[forensics] unexpected tensor " + name + " in batch.safetensors");
+    at::Tensor* slot =
+        index < micro_batches.size() ? field(micro_batches[index], name.substr(dot + 1)) : nullptr;
+    if (slot == nullptr)
+      throw CheckpointError("[forensics] unexpected tensor " + name + " in batch.safetensors");
     *slot = tensor;
   }
   for (Batch& b : micro_batches) b = b.to(device);
@@ -91,8 +93,8 @@ ReplayResult replay_step(const fs::path& bundle) {
   const std::string fault_spec = state.at("fault").get<std::string>();
   const FaultInjection fault = fault_spec.empty() ? FaultInjection{} : FaultInjection::parse(fault_spec);
   restore_global_rng(state.at("rng"), device);  // last: dropout must draw what the original step drew
-  result.outcome = compute_step(model, micro_batches, config.train, /*log_row=*/true, /*diagnose=*/true, fault,
-                                result.step);
+  result.outcome = compute_step(model, micro_batches, config.train, /*log_row=*/true, /*diagnose=*/true,
+                                fault, result.step);
   return result;
 }
 

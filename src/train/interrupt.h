@@ -10,7 +10,8 @@ namespace causal {
 // Thrown after the checkpoint of an interrupted run was written; exit_code is 128 + signal number.
 class InterruptedRun : public std::runtime_error {
  public:
-  InterruptedRun(const std::string& message, int exit_code) : std::runtime_error(message), exit_code_(exit_code) {}
+  InterruptedRun(const std::string& message, int exit_code)
+      : std::runtime_error(message), exit_code_(exit_code) {}
   int exit_code() const { return exit_code_; }
 
  private:

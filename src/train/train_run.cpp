@@ -16,8 +16,8 @@
 #include "data/retrieval_task.h"
 #include "data/text_batches.h"
 #include "data/token_file.h"
-#include "eval/retrieval_eval.h"
 #include "eval/inspect.h"
+#include "eval/retrieval_eval.h"
 #include "eval/text_eval.h"
 #include "model/transformer.h"
 #include "train/checkpoint.h"
@@ -48,8 +48,8 @@ struct Task {
   std::function<double(Transformer&)> initial_loss;  // on a fixed batch, before the first step
   std::function<nlohmann::json(Transformer&)> evaluate;
   std::function<std::string(const nlohmann::json&)> table;
-  std::string describe;  // one line for the log
-  nlohmann::json identity;  // what a checkpoint's data must still be to continue (beyond the config)
+  std::string describe;         // one line for the log
+  nlohmann::json identity;      // what a checkpoint's data must still be to continue (beyond the config)
   int64_t sequence_length = 0;  // positions per training row (FLOPs per token depend on it)
 };
 
@@ -116,13 +116,12 @@ Task make_task(const RunConfig& config, const c10::Device& device) {
   return make_text_task(config, device, std::move(train), val);
 }
 
-
 namespace fs = std::filesystem;
 
 // Where a run starts: a new folder, or a checkpoint (in its own folder or forked into a new one).
 struct StartPlan {
-  fs::path continue_in;            // existing run folder to continue in; empty = create one
-  std::string checkpoint_ref;      // with continue_in: find_checkpoint's ref ("" = newest)
+  fs::path continue_in;               // existing run folder to continue in; empty = create one
+  std::string checkpoint_ref;         // with continue_in: find_checkpoint's ref ("" = newest)
   std::optional<fs::path> fork_from;  // checkpoint to start a new folder from
 };
 
@@ -162,8 +161,7 @@ StartPlan plan_start(const RunConfig& config, const TrainRequest& request) {
 // (steps, intervals, threads) may change and are only reported.
 void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested, const Task& task,
                      spdlog::logger* log) {
-  std::vector<std::string> errors =
-      config_differences(from.config, requested, {"model", "data", "seed"});
+  std::vector<std::string> errors = config_differences(from.config, requested, {"model", "data", "seed"});
   if (from.state.data_identity != task.identity) {
     errors.push_back("training data: checkpoint " + from.state.data_identity.dump() + ", now " +
                      task.identity.dump());
@@ -174,7 +172,8 @@ void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested
     throw CheckpointError(message);
   }
   if (log) {
-    for (const std::string& change : config_differences(from.config, requested, {"name", "device", "threads", "train"}))
+    for (const std::string& change :
+         config_differences(from.config, requested, {"name", "device", "threads", "train"}))
       log->warn("config changed since the checkpoint: {}", change);
   }
 }
@@ -182,14 +181,18 @@ void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested
 // The seed's memory split and cost figures, once at start-up.
 void log_cost_plan(spdlog::logger& log, const InspectReport& r, double peak_flops) {
   constexpr double kMiB = 1024.0 * 1024.0;
-  log.info("memory: parameters {:.2f} MiB, gradients {:.2f} MiB, AdamW state {:.2f} MiB, activations ~{:.1f} MiB "
-           "per micro-batch of {} x {} (estimate), KV cache for one sequence of {} positions {:.2f} MiB",
-           r.memory.parameters / kMiB, r.memory.gradients / kMiB, r.memory.optimizer / kMiB,
-           r.memory.activations / kMiB, r.batch, r.flops.context, r.model.max_seq_len,
-           kv_cache_bytes(1, r.model.n_layers, r.model.max_seq_len, r.model.n_kv_heads, r.model.head_dim(), 4) / kMiB);
-  log.info("cost: {:.3g} training FLOPs per token (6N + causal attention); matmul peak measured here {:.1f} GFLOP/s; "
-           "compute-optimal data ~{} tokens (20 per parameter)",
-           static_cast<double>(r.flops.training_causal), peak_flops / 1e9, r.scaling.compute_optimal_tokens);
+  log.info(
+      "memory: parameters {:.2f} MiB, gradients {:.2f} MiB, AdamW state {:.2f} MiB, activations ~{:.1f} MiB "
+      "per micro-batch of {} x {} (estimate), KV cache for one sequence of {} positions {:.2f} MiB",
+      r.memory.parameters / kMiB, r.memory.gradients / kMiB, r.memory.optimizer / kMiB,
+      r.memory.activations / kMiB, r.batch, r.flops.context, r.model.max_seq_len,
+      kv_cache_bytes(1, r.model.n_layers, r.model.max_seq_len, r.model.n_kv_heads, r.model.head_dim(), 4) /
+          kMiB);
+  log.info(
+      "cost: {:.3g} training FLOPs per token (6N + causal attention); matmul peak measured here {:.1f} "
+      "GFLOP/s; "
+      "compute-optimal data ~{} tokens (20 per parameter)",
+      static_cast<double>(r.flops.training_causal), peak_flops / 1e9, r.scaling.compute_optimal_tokens);
 }
 
 bool all_finite(torch::nn::Module& model) {
@@ -222,7 +225,8 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
     if (auto newest = latest_valid_checkpoint(plan.continue_in / "checkpoints");
         newest && read_checkpoint(*newest).state.step > from->state.step) {
       throw CheckpointError("[checkpoint] " + plan.continue_in.string() + " has checkpoints newer than " +
-                            from->dir.filename().string() + "; continuing there would overwrite them. Pass "
+                            from->dir.filename().string() +
+                            "; continuing there would overwrite them. Pass "
                             "--run-dir NEW to start a new run folder from that checkpoint");
     }
   } else if (plan.fork_from) {
@@ -240,8 +244,9 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
     std::ifstream in(plan.continue_in / "results.json");
     const nlohmann::json results = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!results.is_discarded()) {
-      folder->log().info("run {} already finished at step {}; nothing to do (--resume never starts a new run)",
-                         plan.continue_in.string(), from->state.step);
+      folder->log().info(
+          "run {} already finished at step {}; nothing to do (--resume never starts a new run)",
+          plan.continue_in.string(), from->state.step);
       if (request.print_table) std::cout << task.table(results) << std::flush;
       return results;
     }
@@ -257,7 +262,8 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   model->to(device);
   log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
            parameter_count(*model), task.describe, device.str(), threads);
-  const InspectReport plan_figures = inspect_model(config.model, task.sequence_length, config.train.batch_size);
+  const InspectReport plan_figures =
+      inspect_model(config.model, task.sequence_length, config.train.batch_size);
   const double peak_flops = measure_matmul_peak(device);
   log_cost_plan(log, plan_figures, peak_flops);
 
@@ -273,7 +279,8 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
     load_optimizer_state(from->dir, *model, trainer.optimizer());
     task.source->restore(from->state.data);
     trainer.spike_detector().restore(from->state.spike_detector);
-    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps, from->state.consecutive_skips};
+    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps,
+             from->state.consecutive_skips};
     initial_loss = from->state.initial_loss;
     restore_global_rng(from->state.rng, device);  // last: nothing after it may draw random numbers
     log.info("resuming from {} (step {} of {})", from->dir.string(), start.step, config.train.steps);
@@ -329,13 +336,15 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   const TrainProgress& progress = summary.progress;
   if (signal) {
     const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
-    log.warn("{} received: stopped after step {}; checkpoint {}", name, progress.step, last_checkpoint.string());
+    log.warn("{} received: stopped after step {}; checkpoint {}", name, progress.step,
+             last_checkpoint.string());
     throw InterruptedRun(name + ": stopped after step " + std::to_string(progress.step) + ", checkpoint " +
                              last_checkpoint.string() + "; run the same command to continue",
                          128 + signal);
   }
   if (stopped) {
-    log.info("stopped after step {} (--stop-at-step); checkpoint {}", progress.step, last_checkpoint.string());
+    log.info("stopped after step {} (--stop-at-step); checkpoint {}", progress.step,
+             last_checkpoint.string());
     return {{"stopped_at_step", progress.step},
             {"checkpoint", last_checkpoint.string()},
             {"run_dir", folder->path().string()}};
@@ -359,11 +368,12 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
   eval_row["step"] = progress.step;
   folder->append_metrics(eval_row);
   folder->write_json("results.json", results);
-  log.info("trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
-           "{:.1f}% of it); results in {}",
-           progress.step, summary.seconds, summary.tokens_per_s,
-           summary.seconds > 0 ? 100.0 * summary.diagnostics_seconds / summary.seconds : 0.0,
-           (folder->path() / "results.json").string());
+  log.info(
+      "trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
+      "{:.1f}% of it); results in {}",
+      progress.step, summary.seconds, summary.tokens_per_s,
+      summary.seconds > 0 ? 100.0 * summary.diagnostics_seconds / summary.seconds : 0.0,
+      (folder->path() / "results.json").string());
   if (request.print_table) std::cout << task.table(results) << std::flush;
   return results;
 }

@@ -1,7 +1,6 @@
 // Training loop implementation.
 #include "train/trainer.h"
 
-
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -107,8 +106,9 @@ double clip_gradients(torch::nn::Module& model, double max_norm) {
   return value;
 }
 
-StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches, const TrainConfig& train,
-                         bool log_row, bool diagnose, const FaultInjection& fault, int64_t step_done) {
+StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches,
+                         const TrainConfig& train, bool log_row, bool diagnose, const FaultInjection& fault,
+                         int64_t step_done) {
   const bool inject = fault.at(step_done);
   if (inject && fault.kind == FaultInjection::Kind::kWeight) poison_parameter(*model, fault.name, false);
   const std::string poison =
@@ -119,7 +119,8 @@ StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_bat
   if (diagnose) {
     const auto t0 = std::chrono::steady_clock::now();
     out.layer_grad_norms = gradient_norms_by_layer(*model, model->config().n_layers);
-    out.grads.diagnostics_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.grads.diagnostics_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   out.grad_norm = clip_gradients(*model, train.grad_clip);
   out.finite = std::isfinite(out.grads.loss) && std::isfinite(out.grad_norm);
@@ -128,7 +129,8 @@ StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_bat
     if (std::string p = first_nonfinite_parameter(*model); !p.empty()) {
       out.nonfinite_cause = "parameter " + p + " holds a non-finite value";
     } else if (!out.grads.first_nonfinite_activation.empty()) {
-      out.nonfinite_cause = "first non-finite activation in forward order: " + out.grads.first_nonfinite_activation;
+      out.nonfinite_cause =
+          "first non-finite activation in forward order: " + out.grads.first_nonfinite_activation;
     } else if (std::string g = first_nonfinite_gradient(*model); !g.empty()) {
       out.nonfinite_cause = "activations finite; first non-finite gradient: " + g;
     } else {
@@ -191,15 +193,15 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
       ++progress.skipped_steps;
       ++progress.consecutive_skips;
       const std::string what = "step " + std::to_string(done) + ": non-finite " +
-                               (std::isfinite(grads.loss) ? "gradient norm" : "loss") + " (loss=" +
-                               std::to_string(grads.loss) + ", grad_norm=" + std::to_string(outcome.grad_norm) +
+                               (std::isfinite(grads.loss) ? "gradient norm" : "loss") +
+                               " (loss=" + std::to_string(grads.loss) +
+                               ", grad_norm=" + std::to_string(outcome.grad_norm) +
                                ", lr=" + std::to_string(lr) + "); " + outcome.nonfinite_cause;
       const bool abort = train.nonfinite == NonfiniteAction::kAbort;
       if (abort || progress.consecutive_skips >= train.max_consecutive_skips) {
-        const std::string message =
-            abort ? what + "; no update was applied"
-                  : what + "; " + std::to_string(progress.consecutive_skips) +
-                        " consecutive steps skipped (train.max_consecutive_skips)";
+        const std::string message = abort ? what + "; no update was applied"
+                                          : what + "; " + std::to_string(progress.consecutive_skips) +
+                                                " consecutive steps skipped (train.max_consecutive_skips)";
         std::string forensics;
         if (hooks.on_abort) forensics = hooks.on_abort({done, lr, message, &micro_batches, rng_before});
         folder_.log().error("{}", message);
@@ -221,8 +223,8 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
     diagnostics_start = Clock::now();
     const SpikeFlags spike = spikes_.observe(grads.loss, outcome.grad_norm);
     if (spike.spike) {
-      folder_.log().warn("step {}: spike (loss {:.4g}, z {:.1f}; grad norm {:.4g}, z {:.1f})", done, grads.loss,
-                         spike.loss_z, outcome.grad_norm, spike.grad_norm_z);
+      folder_.log().warn("step {}: spike (loss {:.4g}, z {:.1f}; grad norm {:.4g}, z {:.1f})", done,
+                         grads.loss, spike.loss_z, outcome.grad_norm, spike.grad_norm_z);
       log_row = true;
     }
     progress.step = done;
@@ -242,7 +244,8 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
           {"loss", grads.loss},
           {"lr", lr},
           {"grad_norm", outcome.grad_norm},
-          {"grad_norm_after_clip", clipping ? std::min(outcome.grad_norm, train.grad_clip) : outcome.grad_norm},
+          {"grad_norm_after_clip",
+           clipping ? std::min(outcome.grad_norm, train.grad_clip) : outcome.grad_norm},
           {"clipped", clipping && outcome.grad_norm > train.grad_clip},
           {"valid_tokens", grads.valid_tokens},
           {"tokens_per_s", tokens_per_s},

@@ -22,11 +22,11 @@ namespace causal {
 
 // What one optimizer step's forward/backward passes produced (gradients are left in the parameters).
 struct StepGradients {
-  double loss = 0.0;            // mean loss over the step's valid tokens
-  int64_t valid_tokens = 0;     // label positions in the loss, over all micro-batches
-  int64_t input_tokens = 0;     // positions fed to the model, padding included
-  double max_abs_logit = 0.0;   // of the last micro-batch (diagnostics only)
-  std::vector<double> act_rms;  // RMS of the residual stream after each block, last micro-batch
+  double loss = 0.0;                       // mean loss over the step's valid tokens
+  int64_t valid_tokens = 0;                // label positions in the loss, over all micro-batches
+  int64_t input_tokens = 0;                // positions fed to the model, padding included
+  double max_abs_logit = 0.0;              // of the last micro-batch (diagnostics only)
+  std::vector<double> act_rms;             // RMS of the residual stream after each block, last micro-batch
   std::string first_nonfinite_activation;  // "blocks.1.ffn (micro-batch 0)" when a loss was non-finite
   double diagnostics_seconds = 0.0;        // spent on max |logit| and activation RMS
 };
@@ -45,13 +45,14 @@ double clip_gradients(torch::nn::Module& model, double max_norm);
 // when `log_row`), per-layer gradient norms (when `diagnose`), the health verdict and clipping.
 struct StepOutcome {
   StepGradients grads;
-  double grad_norm = 0.0;  // before clipping
+  double grad_norm = 0.0;        // before clipping
   LayerValues layer_grad_norms;  // filled when diagnosed
   bool finite = true;            // loss and gradient norm are finite
   std::string nonfinite_cause;   // when not finite: the first non-finite parameter, activation or gradient
 };
-StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches, const TrainConfig& train,
-                         bool log_row, bool diagnose, const FaultInjection& fault, int64_t step_done);
+StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches,
+                         const TrainConfig& train, bool log_row, bool diagnose, const FaultInjection& fault,
+                         int64_t step_done);
 
 // Where the loop stands; a resumed run starts from the checkpoint's values.
 struct TrainProgress {
@@ -62,10 +63,10 @@ struct TrainProgress {
 };
 
 struct TrainSummary {
-  TrainProgress progress;     // at the end of the loop
-  double final_loss = 0.0;    // training loss of the last step of this process (0 if it took none)
-  double seconds = 0.0;       // wall time of this process's loop
-  double tokens_per_s = 0.0;  // input positions per second over this process's loop
+  TrainProgress progress;            // at the end of the loop
+  double final_loss = 0.0;           // training loss of the last step of this process (0 if it took none)
+  double seconds = 0.0;              // wall time of this process's loop
+  double tokens_per_s = 0.0;         // input positions per second over this process's loop
   double diagnostics_seconds = 0.0;  // of `seconds`, spent on health figures, spike scores and metrics rows
 };
 
