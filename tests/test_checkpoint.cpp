@@ -14,6 +14,7 @@
 #include "data/retrieval_task.h"
 #include "eval/objective.h"
 #include "model/transformer.h"
+#include "support/scratch_dir.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_error.h"
 #include "train/optimizer.h"
@@ -23,15 +24,6 @@ using namespace causal;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Scratch {
-  fs::path path = fs::temp_directory_path() / ("causal_ckpt_state_" + std::to_string(::getpid()));
-  Scratch() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() { fs::remove_all(path); }
-};
 
 RunConfig tiny_config(int64_t d_model) {
   RunConfig c;
@@ -79,7 +71,7 @@ TrainingState some_state(int64_t step) {
 
 CATCH_TEST_CASE("checkpoint: weights and AdamW state round-trip and the next step is identical",
                 "[unit][checkpoint]") {
-  Scratch scratch;
+  testing::ScratchDir scratch("checkpoint_state");
   const RunConfig config = tiny_config(16);
   torch::manual_seed(1);
   Transformer a(config.model);
@@ -108,7 +100,7 @@ CATCH_TEST_CASE("checkpoint: weights and AdamW state round-trip and the next ste
 }
 
 CATCH_TEST_CASE("checkpoint: a model of another shape is refused, naming the tensor", "[unit][checkpoint]") {
-  Scratch scratch;
+  testing::ScratchDir scratch("checkpoint_state");
   const RunConfig config = tiny_config(16);
   Transformer a(config.model);
   auto opt = make_adamw(*a, config.train.optimizer);
@@ -177,7 +169,7 @@ CATCH_TEST_CASE("checkpoint: the retrieval sampler continues its row draws after
 
 CATCH_TEST_CASE("checkpoint: metrics rows after the resumed step are dropped, torn lines too",
                 "[unit][checkpoint]") {
-  Scratch scratch;
+  testing::ScratchDir scratch("checkpoint_state");
   const fs::path dir = scratch.path / "run";
   {
     auto folder = RunFolder::create(dir.string(), "", "x");

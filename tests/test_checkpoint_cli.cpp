@@ -58,6 +58,12 @@ int64_t last_logged_step(const fs::path& dir) {
   return step;
 }
 
+// `causal train` on the bundled retrieval config for `steps` steps into `dir`.
+Result train_retrieval(const fs::path& dir, int steps) {
+  return run_causal("train --config configs/retrieval.json --set train.steps=" + std::to_string(steps) +
+                    " --run-dir " + dir.string());
+}
+
 // A tiny text run: token files and a config file in `dir`, trained for `steps` with checkpoints.
 fs::path train_text_run(const fs::path& dir, int steps) {
   fs::create_directories(dir);
@@ -118,17 +124,14 @@ CATCH_TEST_CASE("a second signal exits at once and the last complete checkpoint 
   const auto latest = causal::latest_valid_checkpoint(dir / "checkpoints");
   CATCH_REQUIRE(latest.has_value());
   CATCH_CHECK_NOTHROW(causal::verify_checkpoint(*latest));
-  const Result resumed =
-      run_causal("train --config configs/retrieval.json --set train.steps=40 --run-dir " + dir.string());
+  const Result resumed = train_retrieval(dir, 40);
   CATCH_CHECK(resumed.code == 0);
   fs::remove_all(dir);
 }
 
 CATCH_TEST_CASE("a damaged checkpoint is refused with exit code 4", "[e2e][cli][resume]") {
   const fs::path dir = scratch("damaged");
-  CATCH_REQUIRE(
-      run_causal("train --config configs/retrieval.json --set train.steps=4 --run-dir " + dir.string())
-          .code == 0);
+  CATCH_REQUIRE(train_retrieval(dir, 4).code == 0);
   const fs::path model = dir / "checkpoints" / causal::checkpoint_name(4) / "model.safetensors";
   {
     std::fstream f(model, std::ios::in | std::ios::out | std::ios::binary);
@@ -148,9 +151,7 @@ CATCH_TEST_CASE("a damaged checkpoint is refused with exit code 4", "[e2e][cli][
 
 CATCH_TEST_CASE("eval writes eval/step_N.json for retrieval and text runs", "[e2e][cli]") {
   const fs::path retrieval = scratch("eval_retrieval");
-  CATCH_REQUIRE(
-      run_causal("train --config configs/retrieval.json --set train.steps=30 --run-dir " + retrieval.string())
-          .code == 0);
+  CATCH_REQUIRE(train_retrieval(retrieval, 30).code == 0);
   const Result r = run_causal("eval --run " + retrieval.string());
   CATCH_REQUIRE(r.code == 0);
   CATCH_CHECK_THAT(r.out, Catch::Matchers::Contains("intervention accuracy"));
@@ -199,9 +200,7 @@ CATCH_TEST_CASE("generate --verify-cache matches the full pass and sampling is r
   fs::remove_all(text);
 
   const fs::path retrieval = scratch("generate_retrieval");
-  CATCH_REQUIRE(
-      run_causal("train --config configs/retrieval.json --set train.steps=2 --run-dir " + retrieval.string())
-          .code == 0);
+  CATCH_REQUIRE(train_retrieval(retrieval, 2).code == 0);
   CATCH_CHECK(run_causal("generate --run " + retrieval.string() + " --prompt x").code == 4);
   fs::remove_all(retrieval);
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/scratch_dir.h"
 #include "train/checkpoint_dir.h"
 #include "train/checkpoint_error.h"
 
@@ -10,15 +11,6 @@ using namespace causal;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Root {
-  fs::path path = fs::temp_directory_path() / ("causal_ckpt_" + std::to_string(::getpid()));
-  Root() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Root() { fs::remove_all(path); }
-};
 
 fs::path commit(const fs::path& root, int64_t step) {
   return commit_checkpoint(root, step, [&](const fs::path& dir) {
@@ -37,7 +29,7 @@ std::string read(const fs::path& p) {
 }  // namespace
 
 CATCH_TEST_CASE("commit_checkpoint writes files, a manifest and LATEST", "[unit][checkpoint]") {
-  Root root;
+  testing::ScratchDir root("checkpoint_dir");
   const fs::path dir = commit(root.path, 7);
   CATCH_CHECK(dir.filename() == "step_00000007");
   CATCH_CHECK(read(root.path / "LATEST") == "step_00000007");
@@ -51,7 +43,7 @@ CATCH_TEST_CASE("commit_checkpoint writes files, a manifest and LATEST", "[unit]
 // A flipped byte, a missing file or a missing manifest makes a checkpoint invalid; the newest valid
 // one is used instead.
 CATCH_TEST_CASE("damaged checkpoints are never loaded", "[unit][checkpoint]") {
-  Root root;
+  testing::ScratchDir root("checkpoint_dir");
   const fs::path first = commit(root.path, 1);
   const fs::path second = commit(root.path, 2);
   CATCH_REQUIRE(latest_valid_checkpoint(root.path) == second);
@@ -73,7 +65,7 @@ CATCH_TEST_CASE("damaged checkpoints are never loaded", "[unit][checkpoint]") {
 
 // A failure while writing leaves no directory behind and LATEST on the previous checkpoint.
 CATCH_TEST_CASE("a failed commit leaves the previous checkpoint as LATEST", "[unit][checkpoint]") {
-  Root root;
+  testing::ScratchDir root("checkpoint_dir");
   commit(root.path, 3);
   CATCH_CHECK_THROWS_AS(
       commit_checkpoint(root.path, 4, [](const fs::path&) { throw std::runtime_error("disk full"); }),
@@ -84,7 +76,7 @@ CATCH_TEST_CASE("a failed commit leaves the previous checkpoint as LATEST", "[un
 }
 
 CATCH_TEST_CASE("stale temporaries are removed and pruning keeps the newest", "[unit][checkpoint]") {
-  Root root;
+  testing::ScratchDir root("checkpoint_dir");
   for (int64_t s : {10, 20, 30, 40}) commit(root.path, s);
   fs::create_directories(root.path / ".tmp-step_00000050");
   remove_stale_temporaries(root.path);

@@ -14,6 +14,7 @@
 #include "eval/objective.h"
 #include "model/transformer.h"
 #include "support/cli.h"
+#include "support/scratch_dir.h"
 #include "train/checkpoint_dir.h"
 #include "train/diagnostics.h"
 #include "train/forensics.h"
@@ -27,16 +28,6 @@ using namespace causal;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Scratch {
-  fs::path path;
-  explicit Scratch(const std::string& name)
-      : path(fs::temp_directory_path() / ("causal_diag_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() { fs::remove_all(path); }
-};
 
 RunConfig retrieval(const std::vector<std::string>& extra = {}) {
   std::vector<std::string> overrides = {"train.steps=20", "train.log_every=1", "threads=1",
@@ -88,7 +79,7 @@ bool same_tensors(const fs::path& a, const fs::path& b) {
 
 CATCH_TEST_CASE("diagnostics: a NaN activation aborts before any update and names the sub-layer",
                 "[e2e][diagnostics]") {
-  Scratch scratch("activation");
+  testing::ScratchDir scratch("diag_activation");
   const RunConfig config = retrieval();
   const std::string message = abort_message(config, scratch.path / "run", "activation:blocks.1.ffn@3");
   CATCH_CHECK_THAT(message, Catch::Matchers::Contains("step 3: non-finite loss") &&
@@ -110,7 +101,7 @@ CATCH_TEST_CASE("diagnostics: a NaN activation aborts before any update and name
 }
 
 CATCH_TEST_CASE("diagnostics: a NaN gradient or weight is named by its parameter", "[e2e][diagnostics]") {
-  Scratch scratch("backward");
+  testing::ScratchDir scratch("diag_backward");
   const RunConfig config = retrieval();
   CATCH_CHECK_THAT(abort_message(config, scratch.path / "grad", "gradient:blocks.0.attn.q_proj.weight@4"),
                    Catch::Matchers::Contains("step 4: non-finite gradient norm") &&
@@ -126,7 +117,7 @@ CATCH_TEST_CASE("diagnostics: a NaN gradient or weight is named by its parameter
 
 CATCH_TEST_CASE("diagnostics: skip mode counts skipped steps, continues, and gives up after N in a row",
                 "[e2e][diagnostics]") {
-  Scratch scratch("skip");
+  testing::ScratchDir scratch("diag_skip");
   const nlohmann::json results =
       run(retrieval({"train.nonfinite=skip"}), scratch.path / "once", "activation:blocks.0.attn@5");
   CATCH_CHECK(results["skipped_steps"] == 1);
@@ -190,7 +181,7 @@ CATCH_TEST_CASE("diagnostics: per-layer gradient norms combine in quadrature to 
 }
 
 CATCH_TEST_CASE("diagnostics: the metrics schema holds on a real run", "[e2e][diagnostics]") {
-  Scratch scratch("schema");
+  testing::ScratchDir scratch("diag_schema");
   const RunConfig config = retrieval({"train.diag_every=5", "train.log_every=2"});
   run(config, scratch.path / "run");
   const auto rows = train_rows(scratch.path / "run");
@@ -243,7 +234,7 @@ CATCH_TEST_CASE("diagnostics: --inject-fault exits 5 with one line and --replay 
 
 CATCH_TEST_CASE("diagnostics: eval probes give attention maps, entropies and one ablation per head",
                 "[e2e][diagnostics]") {
-  Scratch scratch("probes");
+  testing::ScratchDir scratch("diag_probes");
   const RunConfig config = retrieval({"train.steps=60"});
   run(config, scratch.path / "run");
   EvalRequest request;

@@ -11,6 +11,7 @@
 
 #include "config/config_io.h"
 #include "support/byte_docs.h"
+#include "support/scratch_dir.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_dir.h"
 #include "train/checkpoint_error.h"
@@ -22,16 +23,6 @@ using namespace causal;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Scratch {
-  fs::path path;
-  explicit Scratch(const std::string& name)
-      : path(fs::temp_directory_path() / ("causal_resume_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() { fs::remove_all(path); }
-};
 
 RunConfig retrieval_config(double dropout) {
   return load_config(std::string(CAUSAL_SOURCE_DIR) + "/configs/retrieval.json",
@@ -134,21 +125,21 @@ void check_resume_is_exact(const RunConfig& config, const std::vector<std::vecto
 
 CATCH_TEST_CASE("resume is bit-exact for retrieval runs, dropout off and on", "[e2e][resume]") {
   for (double dropout : {0.0, 0.1}) {
-    Scratch scratch("retrieval_" + std::to_string(static_cast<int>(dropout * 10)));
+    testing::ScratchDir scratch("resume_retrieval_" + std::to_string(static_cast<int>(dropout * 10)));
     check_resume_is_exact(retrieval_config(dropout), {{1}, {12}, {23}, {8, 16}}, scratch.path);
   }
 }
 
 CATCH_TEST_CASE("resume is bit-exact for text runs with accumulation, dropout off and on", "[e2e][resume]") {
   for (double dropout : {0.0, 0.1}) {
-    Scratch scratch("text_" + std::to_string(static_cast<int>(dropout * 10)));
+    testing::ScratchDir scratch("resume_text_" + std::to_string(static_cast<int>(dropout * 10)));
     check_resume_is_exact(text_config(scratch.path, dropout), {{1}, {7}, {15}, {5, 11}}, scratch.path);
   }
 }
 
 CATCH_TEST_CASE("resume refuses another model or data config, listing every field, before reading tensors",
                 "[e2e][resume]") {
-  Scratch scratch("mismatch");
+  testing::ScratchDir scratch("resume_mismatch");
   const RunConfig config = retrieval_config(0.0);
   const fs::path dir = scratch.path / "run";
   run(config, dir, 5);
@@ -169,7 +160,7 @@ CATCH_TEST_CASE("resume refuses another model or data config, listing every fiel
 
 CATCH_TEST_CASE("resume PATH forks into a new folder and never overwrites newer checkpoints",
                 "[e2e][resume]") {
-  Scratch scratch("fork");
+  testing::ScratchDir scratch("resume_fork");
   const RunConfig config = retrieval_config(0.1);
   const fs::path a = scratch.path / "a", b = scratch.path / "b";
   run(config, a, 6);
@@ -187,7 +178,7 @@ CATCH_TEST_CASE("resume PATH forks into a new folder and never overwrites newer 
 
 CATCH_TEST_CASE("checkpoints are pruned to keep_checkpoints and auto continues only unfinished runs",
                 "[e2e][resume]") {
-  Scratch scratch("prune");
+  testing::ScratchDir scratch("resume_prune");
   RunConfig config = retrieval_config(0.0);
   apply_override(config, "train.checkpoint_every=4");
   apply_override(config, "train.keep_checkpoints=2");

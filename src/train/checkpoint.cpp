@@ -53,13 +53,6 @@ nlohmann::json read_json_file(const fs::path& path) {
   }
 }
 
-void write_text_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.flush();
-  if (!out) throw CheckpointError("[checkpoint] cannot write " + path.string());
-}
-
 std::map<std::string, at::Tensor> by_name(NamedTensors tensors) {
   std::map<std::string, at::Tensor> map;
   for (auto& [name, tensor] : tensors) map.emplace(name, std::move(tensor));

@@ -28,12 +28,7 @@ void fsync_path(const fs::path& path) {
 }
 
 void write_synced(const fs::path& path, const std::string& text) {
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw CheckpointError("[checkpoint] cannot write " + path.string());
-  }
+  write_text_file(path, text);
   fsync_path(path);
 }
 
@@ -64,6 +59,13 @@ bool verifies(const fs::path& dir) {
 }
 
 }  // namespace
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.flush();
+  if (!out) throw CheckpointError("[checkpoint] cannot write " + path.string());
+}
 
 std::string checkpoint_name(int64_t step) {
   char name[32];

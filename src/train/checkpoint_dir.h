@@ -15,6 +15,10 @@ namespace causal {
 // "step_00000042": fixed width so names sort by step.
 std::string checkpoint_name(int64_t step);
 
+// Writes `text` to `path` (truncating), throwing CheckpointError if any byte fails to reach the file; what
+// write_files callbacks use for their JSON files.
+void write_text_file(const std::filesystem::path& path, const std::string& text);
+
 // Creates root/step_NNNNNNNN from what `write_files` puts into the (temporary) directory it is given.
 // Returns the final directory. Throws CheckpointError if it exists already or on any IO failure; the
 // temporary is removed then, and LATEST still names the previous complete checkpoint.

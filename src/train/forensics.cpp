@@ -58,8 +58,8 @@ fs::path write_forensics(const fs::path& run_dir, const AbortedStep& step, torch
   return commit_checkpoint(root, step.step, [&](const fs::path& dir) {
     save_safetensors((dir / "batch.safetensors").string(), batch);
     write_training_tensors(dir, model, optimizer, step.step - 1);
-    std::ofstream(dir / "state.json") << state.dump(2) << "\n";
-    std::ofstream(dir / "config.json") << config.dump(2) << "\n";
+    write_text_file(dir / "state.json", state.dump(2) + "\n");
+    write_text_file(dir / "config.json", config.dump(2) + "\n");
   });
 }
 

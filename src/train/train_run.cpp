@@ -222,8 +222,9 @@ nlohmann::json train_run(const RunConfig& config, const TrainRequest& request) {
     folder = RunFolder::open_existing(plan.continue_in);
     remove_stale_temporaries(plan.continue_in / "checkpoints");
     from = read_checkpoint(find_checkpoint(plan.continue_in, plan.checkpoint_ref));
+    // Fixed-width step names sort by step, so no second read (and hash) of the newest checkpoint is needed.
     if (auto newest = latest_valid_checkpoint(plan.continue_in / "checkpoints");
-        newest && read_checkpoint(*newest).state.step > from->state.step) {
+        newest && newest->filename().string() > checkpoint_name(from->state.step)) {
       throw CheckpointError("[checkpoint] " + plan.continue_in.string() + " has checkpoints newer than " +
                             from->dir.filename().string() +
                             "; continuing there would overwrite them. Pass "
