@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The seed lab ("Training a small causal transformer") in plain PyTorch, timed, as an independent
+"""The retrieval lab (docs/retrieval-lab.md) in plain PyTorch, timed, as an independent
 reference for `causal train --config configs/retrieval.json`.
 
 Usage: tools/reference_retrieval.py [--seed 12] [--json]

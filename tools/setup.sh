@@ -22,17 +22,33 @@ ensure_packages() {
   $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# build_causal [CMAKE OPTIONS...]: configures $CAUSAL_BUILD_DIR (default build/) once, then builds it.
 build_causal() {
-  if [ ! -f "$causal_build/CMakeCache.txt" ]; then
+  local build="${CAUSAL_BUILD_DIR:-$causal_build}"
+  if [ ! -f "$build/CMakeCache.txt" ]; then
     local generator=()
     command -v ninja >/dev/null && generator=(-G Ninja)
-    cmake -S "$causal_root" -B "$causal_build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake -S "$causal_root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   fi
   local jobs
   jobs="$(nproc)"
   # The build prints only when it has work to do (or fails).
-  cmake --build "$causal_build" --parallel "$jobs" | grep -v "^ninja: no work to do" || true
+  cmake --build "$build" --parallel "$jobs" | grep -v "^ninja: no work to do" || true
   test "${PIPESTATUS[0]}" -eq 0
+}
+
+# Every C++ file of the project must be as clang-format (.clang-format) writes it.
+check_format() {
+  local files
+  mapfile -t files < <(cd "$causal_root" && find src tests -name '*.h' -o -name '*.cpp' | sort)
+  if ! (cd "$causal_root" && clang-format --dry-run --Werror "${files[@]}" 2>/tmp/causal-format.$$); then
+    grep -m 20 "error:" /tmp/causal-format.$$ >&2 || true
+    rm -f /tmp/causal-format.$$
+    echo "[test] clang-format: the files above differ from .clang-format's layout;" \
+      "run: clang-format -i \$(find src tests -name '*.h' -o -name '*.cpp')" >&2
+    return 1
+  fi
+  rm -f /tmp/causal-format.$$
 }
 
 # The bundled Brown sample as token files (git-ignored, rebuilt from data/brown-sample/ when missing), so
@@ -40,6 +56,6 @@ build_causal() {
 prepare_bundled_data() {
   local out="$causal_root/data/brown-sample"
   [ -f "$out.train.tok" ] && [ -f "$out.val.tok" ] && return 0
-  "$causal_build/causal" data encode --input "$causal_root"/data/brown-sample/*.txt --tokenizer bytes \
+  "${CAUSAL_BUILD_DIR:-$causal_build}/causal" data encode --input "$causal_root"/data/brown-sample/*.txt --tokenizer bytes \
     --out "$out.train.tok" --val-out "$out.val.tok" --val-fraction 0.1 --doc-separator '\n\n' >/dev/null
 }

@@ -14,20 +14,6 @@
 namespace causal {
 namespace {
 
-// what() must stay on one line: logs and the CLI print it as a single error line.
-std::string one_line(std::string text) {
-  for (char& c : text) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return text;
-}
-
-std::string compose(const std::string& source, const std::string& path, const std::string& problem) {
-  std::string out = source + ": ";
-  if (!path.empty()) out += path + ": ";
-  return one_line(out + problem);
-}
-
 // The left side of "dotted.path=value", as it names the override in errors.
 std::string override_path(const std::string& assignment) {
   std::string path = assignment.substr(0, assignment.find('='));
@@ -55,9 +41,6 @@ bool mentions(const std::string& text, const std::string& path) {
 }
 
 }  // namespace
-
-ConfigError::ConfigError(const std::string& source, const std::string& path, const std::string& problem)
-    : std::runtime_error(compose(source, path, problem)), source_(source), path_(path) {}
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides, ConfigScope scope) {
   std::error_code ec;
@@ -95,7 +78,7 @@ RunConfig parse_config_text(const std::string& text, const std::string& source,
     // A value that came from --set is blamed on that flag, not on the file that no longer holds it: the
     // flag that set the field at fault, else the last one whose field the problem names (cross-field checks
     // such as "model.d_model 30 must be divisible by model.n_heads 4" sit at one of their fields).
-    const std::string problem = std::string(e.what()).substr(compose(source, e.path(), "").size());
+    const std::string& problem = e.problem();
     std::string blamed;
     for (auto it = overrides.rbegin(); it != overrides.rend() && blamed.empty(); ++it) {
       if (path_within(e.path(), override_path(*it))) blamed = override_path(*it);

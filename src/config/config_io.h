@@ -3,25 +3,13 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "core/errors.h"
 
 namespace causal {
-
-// A bad config file, key, value or override. what() is one line: "<source>: <json.path>: <problem>".
-class ConfigError : public std::runtime_error {
- public:
-  ConfigError(const std::string& source, const std::string& path, const std::string& problem);
-  const std::string& source() const { return source_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string source_;
-  std::string path_;
-};
 
 // How much of the config a command needs: `inspect` needs only the model section.
 enum class ConfigScope { kModel, kRun };

@@ -4,8 +4,8 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
-#include "data/data_error.h"
-#include "data/generator_state.h"
+#include "core/errors.h"
+#include "core/rng_state.h"
 
 namespace causal {
 

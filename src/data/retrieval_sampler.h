@@ -1,10 +1,10 @@
-// Training batches for the retrieval task: rows drawn uniformly with replacement, as in the seed lab.
+// Training batches for the retrieval task: rows drawn uniformly with replacement, as in the lab (docs/retrieval-lab.md).
 #pragma once
 
 #include <ATen/core/Generator.h>
 
 #include "data/batch_source.h"
-#include "data/retrieval_task.h"
+#include "data/retrieval_data.h"
 
 namespace causal {
 

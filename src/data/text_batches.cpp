@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "data/data_error.h"
+#include "core/errors.h"
 
 namespace causal {
 namespace {

@@ -10,7 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <vector>
 
-#include "config/config.h"
+#include "config/data_config.h"
 #include "data/batch_source.h"
 #include "data/token_file.h"
 
@@ -54,12 +54,6 @@ struct TextCursor {
   int64_t position = 0;  // rows of that epoch already served (may equal its row count)
   uint64_t seed = 0;     // epoch e's document order is a permutation drawn from (seed, e)
 
-  template <class V>
-  void visit_fields(V& v) {
-    v.field("epoch", epoch);
-    v.field("position", position);
-    v.field("seed", seed);
-  }
   bool operator==(const TextCursor& o) const {
     return epoch == o.epoch && position == o.position && seed == o.seed;
   }

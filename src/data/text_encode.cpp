@@ -10,7 +10,7 @@
 #include <memory>
 #include <sstream>
 
-#include "data/data_error.h"
+#include "core/errors.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
 

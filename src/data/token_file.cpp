@@ -12,7 +12,7 @@
 #include <limits>
 #include <utility>
 
-#include "data/data_error.h"
+#include "core/errors.h"
 
 namespace causal {
 namespace {

@@ -1,7 +1,7 @@
 // Byte-level tokenizer and the tokenizer registry.
 #include "data/tokenizer.h"
 
-#include "data/data_error.h"
+#include "core/errors.h"
 
 namespace causal {
 

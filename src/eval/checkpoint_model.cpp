@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "config/config_io.h"
-#include "train/checkpoint_error.h"
-#include "train/runtime.h"
+#include "core/errors.h"
+#include "core/runtime.h"
 
 namespace causal {
 

@@ -8,7 +8,7 @@
 
 #include "config/config.h"
 #include "model/transformer.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 namespace causal {
 

@@ -7,11 +7,11 @@
 
 #include <stdexcept>
 
-#include "data/data_error.h"
 #include "data/tokenizer.h"
 #include "eval/checkpoint_model.h"
 #include "model/kv_cache.h"
-#include "train/checkpoint_error.h"
+#include "task/task.h"
+#include "core/errors.h"
 
 namespace causal {
 namespace {
@@ -33,13 +33,13 @@ int64_t pick_token(const at::Tensor& logits, double temperature, int64_t top_k, 
 GenerateResult generate_text(const GenerateRequest& request) {
   for (const std::string& o : request.overrides) {
     if (o.rfind("device=", 0) != 0 && o.rfind("threads=", 0) != 0)
-      throw std::invalid_argument("generate: --set " + o + ": only device and threads can be set");
+      throw UsageError("generate: --set " + o + ": only device and threads can be set");
   }
   CheckpointModel loaded = load_checkpoint_model(request.run_dir, request.checkpoint, request.overrides);
   const RunConfig& config = loaded.config;
-  if (config.data.kind != DataKind::kText) {
-    throw CheckpointError("[generate] " + loaded.checkpoint.dir.string() +
-                          " is a retrieval model; generate needs a text run");
+  if (!task_traits(config.data.kind).generates_text) {
+    throw CheckpointError("[generate] " + loaded.checkpoint.dir.string() + " is a " +
+                          to_string(config.data.kind) + " model; generate needs a text run");
   }
   const auto tokenizer =
       make_tokenizer(loaded.checkpoint.state.data_identity.value("tokenizer", std::string("bytes")));
@@ -56,7 +56,7 @@ GenerateResult generate_text(const GenerateRequest& request) {
   const int64_t context = config.model.max_seq_len;
   const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());
   if (prompt_len > context) {
-    throw std::invalid_argument("generate: the prompt is " + std::to_string(prompt_len) +
+    throw UsageError("generate: the prompt is " + std::to_string(prompt_len) +
                                 " tokens with BOS, longer than the model's context (model.max_seq_len " +
                                 std::to_string(context) + "); shorten it (prompts are never truncated)");
   }

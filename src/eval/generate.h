@@ -30,7 +30,7 @@ struct GenerateResult {
 };
 
 // Context rule: the prompt with BOS may hold at most model.max_seq_len tokens (never truncated; longer is
-// std::invalid_argument); generation stops at EOS, after max_new_tokens, or when the next input would
+// UsageError); generation stops at EOS, after max_new_tokens, or when the next input would
 // sit at position max_seq_len.
 // Throws CheckpointError/ConfigError/DataError (not a text run, another tokenizer).
 GenerateResult generate_text(const GenerateRequest& request);

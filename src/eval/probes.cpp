@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "eval/objective.h"
+#include "task/objective.h"
 
 namespace causal {
 namespace {

@@ -1,7 +1,7 @@
 // Interpretability probes on a checkpoint: attention maps and per-head attention entropy, and head
 // ablation (each head's output zeroed in turn, the change in loss and accuracy reported).
 //
-// Caveat (the seed's): attention weights show where a head reads, not what matters. A low-entropy head may
+// Caveat (docs/diagnostics.md#probes-causal-eval): attention weights show where a head reads, not what matters. A low-entropy head may
 // be irrelevant and a diffuse one essential; only an ablation or an intervention supports a causal claim.
 #pragma once
 
@@ -11,16 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "data/batch.h"
 #include "model/transformer.h"
+#include "task/task.h"
 
 namespace causal {
-
-// Batches the probes run on (CPU) and how to label the first row's positions in a map.
-struct ProbeSet {
-  std::vector<Batch> batches;
-  std::vector<std::string> labels;  // one per position of batches[0] row 0
-};
 
 // {"labels": [...], "layers": [{"heads": [{"entropy", "max_entropy", "weights": [[...]]}]}]}: weights are
 // row 0 of the first batch (query x key); entropy is the mean over every valid query of the first batch of

@@ -4,7 +4,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
-#include "config/config.h"
+#include "config/model_config.h"
 #include "model/attention.h"
 #include "model/feed_forward.h"
 #include "model/norm.h"

@@ -3,7 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "config/config.h"
+#include "config/model_config.h"
 
 namespace causal {
 

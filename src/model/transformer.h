@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "config/config.h"
+#include "config/model_config.h"
 #include "model/block.h"
 #include "model/kv_cache.h"
 #include "model/norm.h"

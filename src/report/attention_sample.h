@@ -28,8 +28,4 @@ struct AttentionSample {
 // CheckpointError when there is none, DataError when the data it needs cannot be read.
 AttentionSample sample_attention(const std::string& run_dir, int64_t max_text_tokens = 32);
 
-// Label for a byte-tokenizer id: printable ASCII as itself, space as "␣", newline "↵", tab "⇥", other
-// bytes as "xHH", and BOS/EOS/PAD of `bos` (bos, bos+1, bos+2) by name.
-std::string byte_token_label(int64_t id, int64_t bos_id, int64_t eos_id, int64_t pad_id);
-
 }  // namespace causal

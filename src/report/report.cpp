@@ -1,6 +1,8 @@
 // The run report page (see report.h): header, training curves, retrieval controls, attention heatmaps.
 #include "report/report.h"
 
+#include "io/atomic_file.h"
+
 #include <torch/version.h>
 #include <unistd.h>
 
@@ -506,7 +508,7 @@ std::string controls_section(const RunHistory& h) {
       {"causality_max_diff", "causality max |\u0394logit|", "== 0", [](double v) { return v == 0.0; }},
   };
   out +=
-      "<p class=\"meta\">From " + xml_escape(source) + "; thresholds of the seed lab" +
+      "<p class=\"meta\">From " + xml_escape(source) + "; thresholds of the retrieval lab (docs/retrieval-lab.md)" +
       (std::isfinite(initial) ? "; initial loss " + svg::format_number(initial) : "; initial loss unknown") +
       ".</p>\n<div class=\"cols\">\n<div class=\"box\"><table>\n"
       "<tr><th>control</th><th>value</th><th>pass if</th><th>result</th></tr>\n";
@@ -610,23 +612,7 @@ std::string render_report(const std::string& run_dir) {
 std::string write_report(const std::string& run_dir) {
   const std::string page = render_report(run_dir);
   const fs::path target = fs::path(run_dir) / "report.html";
-  const fs::path temp = fs::path(run_dir) / (".report.html.tmp-" + std::to_string(::getpid()));
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << page;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(temp, ec);
-      throw std::runtime_error("[report] cannot write " + temp.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(temp, target, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    throw std::runtime_error("[report] cannot rename into " + target.string() + ": " + ec.message());
-  }
+  io_as<RunFolderError>([&] { write_file_atomically(target, page); });
   return target.string();
 }
 

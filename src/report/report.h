@@ -15,7 +15,7 @@ constexpr const char* kCausalVersion = "0.1";
 std::string render_report(const std::string& run_dir);
 
 // render_report written to run_dir/report.html via a temporary file and a rename (readers never see half
-// a page); returns the path written. Throws RunFolderError, or std::runtime_error when it cannot write.
+// a page); returns the path written. Throws RunFolderError (also when it cannot write).
 std::string write_report(const std::string& run_dir);
 
 }  // namespace causal

@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "train/run_folder.h"
+#include "core/errors.h"
 
 namespace causal {
 namespace {

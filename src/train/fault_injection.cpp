@@ -1,7 +1,10 @@
 // Fault spec parsing.
 #include "train/fault_injection.h"
 
-#include <stdexcept>
+#include <algorithm>
+#include <cctype>
+
+#include "core/errors.h"
 
 namespace causal {
 
@@ -15,7 +18,7 @@ FaultInjection FaultInjection::parse(const std::string& spec) {
   const std::string usage =
       "--inject-fault " + spec + ": expected KIND:NAME@STEP with KIND weight, activation or gradient";
   if (colon == std::string::npos || at == std::string::npos || at < colon + 2)
-    throw std::invalid_argument(usage);
+    throw UsageError(usage);
   FaultInjection fault;
   const std::string kind = spec.substr(0, colon);
   if (kind == "weight") {
@@ -25,16 +28,15 @@ FaultInjection FaultInjection::parse(const std::string& spec) {
   } else if (kind == "gradient") {
     fault.kind = Kind::kGradient;
   } else {
-    throw std::invalid_argument(usage);
+    throw UsageError(usage);
   }
   fault.name = spec.substr(colon + 1, at - colon - 1);
-  try {
-    size_t used = 0;
-    fault.step = std::stoll(spec.substr(at + 1), &used);
-    if (used != spec.size() - at - 1 || fault.step < 1) throw std::invalid_argument(usage);
-  } catch (const std::logic_error&) {
-    throw std::invalid_argument(usage);
-  }
+  const std::string digits = spec.substr(at + 1);
+  if (digits.empty() || digits.size() > 12 ||
+      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    throw UsageError(usage);
+  fault.step = std::stoll(digits);  // at most 12 digits: cannot overflow
+  if (fault.step < 1) throw UsageError(usage);
   return fault;
 }
 

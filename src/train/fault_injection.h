@@ -16,7 +16,7 @@ struct FaultInjection {
   bool at(int64_t step_done) const { return kind != Kind::kNone && step == step_done; }
   std::string describe() const;  // the spec it was parsed from
 
-  // "weight:NAME@STEP", "activation:NAME@STEP" or "gradient:NAME@STEP"; throws std::invalid_argument.
+  // "weight:NAME@STEP", "activation:NAME@STEP" or "gradient:NAME@STEP"; throws UsageError.
   static FaultInjection parse(const std::string& spec);
 };
 

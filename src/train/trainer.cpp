@@ -6,13 +6,17 @@
 #include <limits>
 #include <stdexcept>
 
+#include <spdlog/logger.h>
+
+#include "checkpoint/checkpoint.h"
 #include "config/enums.h"
-#include "eval/objective.h"
-#include "train/checkpoint.h"
-#include "train/health.h"
+#include "core/errors.h"
+#include "model/count_parameters.h"
+#include "task/objective.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
+#include "core/scoped_timer.h"
 
 namespace causal {
 namespace {
@@ -37,11 +41,11 @@ void check_fault_target(torch::nn::Module& model, const FaultInjection& fault, i
       names.push_back("blocks." + std::to_string(i) + ".ffn");
     }
     if (std::find(names.begin(), names.end(), fault.name) == names.end()) {
-      throw std::invalid_argument("--inject-fault " + fault.describe() + ": no sub-layer " + fault.name +
+      throw UsageError("--inject-fault " + fault.describe() + ": no sub-layer " + fault.name +
                                   " (embed, blocks.<i>.attn, blocks.<i>.ffn, final_norm, logits)");
     }
   } else if (!model.named_parameters().contains(fault.name)) {
-    throw std::invalid_argument("--inject-fault " + fault.describe() + ": no parameter " + fault.name +
+    throw UsageError("--inject-fault " + fault.describe() + ": no parameter " + fault.name +
                                 " (names in docs/model.md)");
   }
 }
@@ -75,12 +79,11 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
       if (!where.empty()) out.first_nonfinite_activation = where + " (micro-batch " + std::to_string(i) + ")";
     }
     if (diagnose) {
-      const auto t0 = std::chrono::steady_clock::now();
+      ScopedTimer timer(out.diagnostics_seconds);
       torch::NoGradGuard no_grad;
       out.max_abs_logit = result.logits.abs().max().item<double>();
       for (const at::Tensor& r : result.residuals)
         out.act_rms.push_back(r.pow(2).mean().sqrt().item<double>());
-      out.diagnostics_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
   return out;
@@ -117,10 +120,8 @@ StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_bat
   out.grads = accumulate_gradients(model, micro_batches, log_row, poison);
   if (inject && fault.kind == FaultInjection::Kind::kGradient) poison_parameter(*model, fault.name, true);
   if (diagnose) {
-    const auto t0 = std::chrono::steady_clock::now();
+    ScopedTimer timer(out.grads.diagnostics_seconds);
     out.layer_grad_norms = gradient_norms_by_layer(*model, model->config().n_layers);
-    out.grads.diagnostics_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   out.grad_norm = clip_gradients(*model, train.grad_clip);
   out.finite = std::isfinite(out.grads.loss) && std::isfinite(out.grad_norm);
@@ -140,156 +141,222 @@ StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_bat
   return out;
 }
 
-Trainer::Trainer(const RunConfig& config, Transformer model, BatchSource& source, RunFolder& folder,
+namespace {
+
+// Input tokens per second since construction or the last reset.
+class TokenRate {
+ public:
+  void add(int64_t tokens) { tokens_ += tokens; }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  double per_second() const {
+    const double s = seconds();
+    return s > 0 ? static_cast<double>(tokens_) / s : 0.0;
+  }
+  void reset() {
+    start_ = Clock::now();
+    tokens_ = 0;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start_ = Clock::now();
+  int64_t tokens_ = 0;
+};
+
+}  // namespace
+
+// What this step does besides the update itself.
+struct Trainer::StepPlan {
+  int64_t done = 0;       // steps completed after this one (reported 1-based: "after step N")
+  double lr = 0.0;        // lr_at(step)
+  bool diagnose = false;  // per-layer gradient norms and update/weight ratios
+  bool log_row = false;   // a metrics row; a skipped step or a spike adds one
+};
+
+Trainer::Trainer(const RunConfig& config, Transformer model, BatchSource& source, TrainOutput& output,
                  c10::Device device)
     : config_(config),
       model_(std::move(model)),
       source_(source),
-      folder_(folder),
+      output_(output),
       device_(device),
       optimizer_(make_adamw(*model_, config.train.optimizer)),
-      spikes_(config.train.spike_window, config.train.spike_threshold) {
-  for (const auto& p : model_->parameters()) parameters_ += p.numel();
-}
+      spikes_(config.train.spike_window, config.train.spike_threshold),
+      parameters_(count_parameters(*model_)) {}
 
 void Trainer::set_flops(double flops_per_token, double peak_flops) {
   flops_per_token_ = flops_per_token;
   peak_flops_ = peak_flops;
 }
 
-TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
+Trainer::StepPlan Trainer::plan_step(int64_t step) const {
   const TrainConfig& train = config_.train;
+  StepPlan plan;
+  plan.done = step + 1;
+  plan.lr = lr_at(train, step);
+  plan.diagnose = plan.done % train.diag_every == 0 || step == 0;
+  plan.log_row = step == 0 || plan.done % train.log_every == 0 || plan.done == train.steps || plan.diagnose;
+  return plan;
+}
+
+std::vector<Batch> Trainer::next_micro_batches() {
+  std::vector<Batch> micro_batches;
+  for (int64_t i = 0; i < config_.train.grad_accum; ++i) micro_batches.push_back(source_.next().to(device_));
+  return micro_batches;
+}
+
+// A non-finite step is never applied: with nonfinite = "abort" (or too many skips in a row) the run ends
+// here, after on_abort saved what the step needs to be replayed; with "skip" it is counted and logged.
+void Trainer::handle_nonfinite(const StepPlan& plan, const StepOutcome& outcome, TrainProgress& progress,
+                               const std::vector<Batch>& micro_batches, const nlohmann::json& rng_before,
+                               const TrainHooks& hooks) {
+  const TrainConfig& train = config_.train;
+  ++progress.skipped_steps;
+  ++progress.consecutive_skips;
+  const double loss = outcome.grads.loss;
+  const std::string what = "step " + std::to_string(plan.done) + ": non-finite " +
+                           (std::isfinite(loss) ? "gradient norm" : "loss") + " (loss=" + std::to_string(loss) +
+                           ", grad_norm=" + std::to_string(outcome.grad_norm) +
+                           ", lr=" + std::to_string(plan.lr) + "); " + outcome.nonfinite_cause;
+  const bool abort = train.nonfinite == NonfiniteAction::kAbort;
+  if (abort || progress.consecutive_skips >= train.max_consecutive_skips) {
+    const std::string message = abort ? what + "; no update was applied"
+                                      : what + "; " + std::to_string(progress.consecutive_skips) +
+                                            " consecutive steps skipped (train.max_consecutive_skips)";
+    std::string forensics;
+    if (hooks.on_abort) forensics = hooks.on_abort({plan.done, plan.lr, message, &micro_batches, rng_before});
+    output_.log().error("{}", message);
+    throw NonFiniteError(message + forensics);
+  }
+  output_.log().warn("{}; update skipped ({} in a row)", what, progress.consecutive_skips);
+}
+
+// The optimizer step; on diagnosed steps also each block's update/weight ratio (timed as diagnostics).
+std::vector<double> Trainer::apply_update(const StepPlan& plan, double& diagnostics_seconds) {
   const int64_t n_layers = config_.model.n_layers;
-  check_fault_target(*model_, fault_, n_layers);
-  using Clock = std::chrono::steady_clock;
-  const auto loop_start = Clock::now();
-  auto window_start = loop_start;
-  int64_t window_tokens = 0, loop_tokens = 0;
+  std::vector<std::vector<torch::Tensor>> before;
+  if (plan.diagnose) {
+    ScopedTimer timer(diagnostics_seconds);
+    before = snapshot_blocks(*model_, n_layers);
+  }
+  optimizer_->step();
+  if (!plan.diagnose) return {};
+  ScopedTimer timer(diagnostics_seconds);
+  return update_ratios(*model_, before);
+}
+
+nlohmann::json Trainer::metrics_row(const StepPlan& plan, const StepOutcome& outcome, const SpikeFlags& spike,
+                                    const std::vector<double>& update_ratios, const TrainProgress& progress,
+                                    double tokens_per_s, double elapsed) const {
+  const TrainConfig& train = config_.train;
+  const StepGradients& grads = outcome.grads;
+  const bool clipping = train.grad_clip > 0;
+  nlohmann::json row = {
+      {"kind", "train"},
+      {"step", plan.done},
+      {"loss", grads.loss},
+      {"lr", plan.lr},
+      {"grad_norm", outcome.grad_norm},
+      {"grad_norm_after_clip", clipping ? std::min(outcome.grad_norm, train.grad_clip) : outcome.grad_norm},
+      {"clipped", clipping && outcome.grad_norm > train.grad_clip},
+      {"valid_tokens", grads.valid_tokens},
+      {"tokens_per_s", tokens_per_s},
+      {"mfu", peak_flops_ > 0 ? tokens_per_s * flops_per_token_ / peak_flops_ : 0.0},
+      {"tokens_seen", progress.tokens_seen},
+      {"tokens_per_param", static_cast<double>(progress.tokens_seen) / static_cast<double>(parameters_)},
+      {"elapsed", elapsed},
+      {"peak_rss_mib", peak_rss_mib()},
+      {"max_abs_logit", grads.max_abs_logit},
+      {"finite", outcome.finite},
+      {"skipped_steps", progress.skipped_steps},
+      {"act_rms", grads.act_rms},
+      {"spike", spike.spike},
+      {"loss_z", spike.loss_z},
+      {"grad_norm_z", spike.grad_norm_z}};
+  if (plan.diagnose) {
+    row["embed_grad_norm"] = outcome.layer_grad_norms.embed;
+    row["layer_grad_norm"] = outcome.layer_grad_norms.blocks;
+    row["head_grad_norm"] = outcome.layer_grad_norms.head;
+    if (!update_ratios.empty()) row["update_ratio"] = update_ratios;
+  }
+  return row;
+}
+
+// eval_every: an "eval" metrics row from the hook (the final evaluation is the caller's).
+void Trainer::evaluate(int64_t step_done, const TrainHooks& hooks) {
+  const TrainConfig& train = config_.train;
+  if (train.eval_every <= 0 || step_done % train.eval_every != 0 || step_done == train.steps || !hooks.evaluate)
+    return;
+  model_->eval();
+  nlohmann::json row = hooks.evaluate(model_, step_done);
+  model_->train();
+  row["kind"] = "eval";
+  row["step"] = step_done;
+  output_.append_metrics(row);
+}
+
+TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
+  check_fault_target(*model_, fault_, config_.model.n_layers);
   TrainSummary summary;
   summary.progress = start;
   TrainProgress& progress = summary.progress;
-  ProgressLine progress_line(start.step, train.steps);
+  TokenRate loop_rate, window_rate;  // since the loop started; since the last metrics row
+  ProgressLine progress_line(start.step, config_.train.steps);
   model_->train();
 
-  for (int64_t step = start.step; step < train.steps; ++step) {
-    const int64_t done = step + 1;  // steps are reported 1-based: "after step N"
-    const bool diagnose = done % train.diag_every == 0 || step == 0;
-    bool log_row = step == 0 || done % train.log_every == 0 || done == train.steps || diagnose;
-
-    const double lr = lr_at(train, step);
-    set_learning_rate(*optimizer_, lr);
-    auto diagnostics_start = Clock::now();
-    const nlohmann::json rng_before = capture_global_rng(device_);
-    double diagnostics = std::chrono::duration<double>(Clock::now() - diagnostics_start).count();
-
-    std::vector<Batch> micro_batches;
-    for (int64_t i = 0; i < train.grad_accum; ++i) micro_batches.push_back(source_.next().to(device_));
-    const StepOutcome outcome = compute_step(model_, micro_batches, train, log_row, diagnose, fault_, done);
-    const StepGradients& grads = outcome.grads;
-    diagnostics += grads.diagnostics_seconds;
-
+  for (int64_t step = start.step; step < config_.train.steps; ++step) {
+    StepPlan plan = plan_step(step);
+    set_learning_rate(*optimizer_, plan.lr);
+    double diagnostics = 0.0;
+    nlohmann::json rng_before;
+    {
+      ScopedTimer timer(diagnostics);
+      rng_before = capture_global_rng(device_);
+    }
+    const std::vector<Batch> micro_batches = next_micro_batches();
+    // Forward/backward over the micro-batches, then the health verdict and clipping.
+    const StepOutcome outcome =
+        compute_step(model_, micro_batches, config_.train, plan.log_row, plan.diagnose, fault_, plan.done);
+    diagnostics += outcome.grads.diagnostics_seconds;
     std::vector<double> ratios;
-    if (!outcome.finite) {
-      ++progress.skipped_steps;
-      ++progress.consecutive_skips;
-      const std::string what = "step " + std::to_string(done) + ": non-finite " +
-                               (std::isfinite(grads.loss) ? "gradient norm" : "loss") +
-                               " (loss=" + std::to_string(grads.loss) +
-                               ", grad_norm=" + std::to_string(outcome.grad_norm) +
-                               ", lr=" + std::to_string(lr) + "); " + outcome.nonfinite_cause;
-      const bool abort = train.nonfinite == NonfiniteAction::kAbort;
-      if (abort || progress.consecutive_skips >= train.max_consecutive_skips) {
-        const std::string message = abort ? what + "; no update was applied"
-                                          : what + "; " + std::to_string(progress.consecutive_skips) +
-                                                " consecutive steps skipped (train.max_consecutive_skips)";
-        std::string forensics;
-        if (hooks.on_abort) forensics = hooks.on_abort({done, lr, message, &micro_batches, rng_before});
-        folder_.log().error("{}", message);
-        throw NonFiniteError(message + forensics);
-      }
-      folder_.log().warn("{}; update skipped ({} in a row)", what, progress.consecutive_skips);
-      log_row = true;
-    } else {
+    if (outcome.finite) {
       progress.consecutive_skips = 0;
-      std::vector<std::vector<torch::Tensor>> before;
-      diagnostics_start = Clock::now();
-      if (diagnose) before = snapshot_blocks(*model_, n_layers);
-      diagnostics += std::chrono::duration<double>(Clock::now() - diagnostics_start).count();
-      optimizer_->step();
-      diagnostics_start = Clock::now();
-      if (diagnose) ratios = update_ratios(*model_, before);
-      diagnostics += std::chrono::duration<double>(Clock::now() - diagnostics_start).count();
+      ratios = apply_update(plan, diagnostics);
+    } else {
+      handle_nonfinite(plan, outcome, progress, micro_batches, rng_before, hooks);
+      plan.log_row = true;
     }
-    diagnostics_start = Clock::now();
-    const SpikeFlags spike = spikes_.observe(grads.loss, outcome.grad_norm);
-    if (spike.spike) {
-      folder_.log().warn("step {}: spike (loss {:.4g}, z {:.1f}; grad norm {:.4g}, z {:.1f})", done,
-                         grads.loss, spike.loss_z, outcome.grad_norm, spike.grad_norm_z);
-      log_row = true;
-    }
-    progress.step = done;
-    progress.tokens_seen += grads.input_tokens;
-    summary.final_loss = grads.loss;
-    window_tokens += grads.input_tokens;
-    loop_tokens += grads.input_tokens;
 
-    const double since_start = std::chrono::duration<double>(Clock::now() - loop_start).count();
-    if (log_row) {
-      const double window = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double tokens_per_s = window > 0 ? static_cast<double>(window_tokens) / window : 0.0;
-      const bool clipping = train.grad_clip > 0;
-      nlohmann::json row = {
-          {"kind", "train"},
-          {"step", done},
-          {"loss", grads.loss},
-          {"lr", lr},
-          {"grad_norm", outcome.grad_norm},
-          {"grad_norm_after_clip",
-           clipping ? std::min(outcome.grad_norm, train.grad_clip) : outcome.grad_norm},
-          {"clipped", clipping && outcome.grad_norm > train.grad_clip},
-          {"valid_tokens", grads.valid_tokens},
-          {"tokens_per_s", tokens_per_s},
-          {"mfu", peak_flops_ > 0 ? tokens_per_s * flops_per_token_ / peak_flops_ : 0.0},
-          {"tokens_seen", progress.tokens_seen},
-          {"tokens_per_param", static_cast<double>(progress.tokens_seen) / static_cast<double>(parameters_)},
-          {"elapsed", since_start},
-          {"peak_rss_mib", peak_rss_mib()},
-          {"max_abs_logit", grads.max_abs_logit},
-          {"finite", outcome.finite},
-          {"skipped_steps", progress.skipped_steps},
-          {"act_rms", grads.act_rms},
-          {"spike", spike.spike},
-          {"loss_z", spike.loss_z},
-          {"grad_norm_z", spike.grad_norm_z}};
-      if (diagnose) {
-        row["embed_grad_norm"] = outcome.layer_grad_norms.embed;
-        row["layer_grad_norm"] = outcome.layer_grad_norms.blocks;
-        row["head_grad_norm"] = outcome.layer_grad_norms.head;
-        if (!ratios.empty()) row["update_ratio"] = ratios;
+    const int64_t tokens = outcome.grads.input_tokens;
+    progress.step = plan.done;
+    progress.tokens_seen += tokens;
+    summary.final_loss = outcome.grads.loss;
+    loop_rate.add(tokens);
+    window_rate.add(tokens);
+    {
+      ScopedTimer timer(diagnostics);
+      const SpikeFlags spike = spikes_.observe(outcome.grads.loss, outcome.grad_norm);
+      if (spike.spike) {
+        output_.log().warn("step {}: spike (loss {:.4g}, z {:.1f}; grad norm {:.4g}, z {:.1f})", plan.done,
+                           outcome.grads.loss, spike.loss_z, outcome.grad_norm, spike.grad_norm_z);
+        plan.log_row = true;
       }
-      folder_.append_metrics(row);
-      window_start = Clock::now();
-      window_tokens = 0;
+      if (plan.log_row) {
+        output_.append_metrics(metrics_row(plan, outcome, spike, ratios, progress, window_rate.per_second(),
+                                           loop_rate.seconds()));
+        window_rate.reset();
+      }
     }
-    summary.diagnostics_seconds +=
-        diagnostics + std::chrono::duration<double>(Clock::now() - diagnostics_start).count();
-    const double overall_rate = since_start > 0 ? static_cast<double>(loop_tokens) / since_start : 0.0;
-    progress_line.update(done, grads.loss, lr, overall_rate);
+    summary.diagnostics_seconds += diagnostics;
+    progress_line.update(plan.done, outcome.grads.loss, plan.lr, loop_rate.per_second());
 
-    if (train.eval_every > 0 && done % train.eval_every == 0 && done != train.steps && hooks.evaluate) {
-      model_->eval();
-      nlohmann::json row = hooks.evaluate(model_, done);
-      model_->train();
-      row["kind"] = "eval";
-      row["step"] = done;
-      folder_.append_metrics(row);
-    }
-    if (hooks.after_step && !hooks.after_step(progress)) break;
+    evaluate(plan.done, hooks);
+    if (hooks.after_step && !hooks.after_step(progress)) break;  // checkpoints and stop requests
   }
   progress_line.finish();
   model_->eval();
-  summary.seconds = std::chrono::duration<double>(Clock::now() - loop_start).count();
-  summary.tokens_per_s = summary.seconds > 0 ? static_cast<double>(loop_tokens) / summary.seconds : 0.0;
+  summary.seconds = loop_rate.seconds();
+  summary.tokens_per_s = loop_rate.per_second();
   return summary;
 }
 

@@ -15,8 +15,8 @@
 #include "model/transformer.h"
 #include "train/diagnostics.h"
 #include "train/fault_injection.h"
-#include "train/run_folder.h"
 #include "train/spike_detector.h"
+#include "train/train_output.h"
 
 namespace causal {
 
@@ -91,7 +91,7 @@ struct TrainHooks {
 
 class Trainer {
  public:
-  Trainer(const RunConfig& config, Transformer model, BatchSource& source, RunFolder& folder,
+  Trainer(const RunConfig& config, Transformer model, BatchSource& source, TrainOutput& output,
           c10::Device device);
   torch::optim::AdamW& optimizer() { return *optimizer_; }
   SpikeDetector& spike_detector() { return spikes_; }
@@ -104,10 +104,22 @@ class Trainer {
   TrainSummary run(const TrainProgress& start, const TrainHooks& hooks);
 
  private:
+  struct StepPlan;
+  StepPlan plan_step(int64_t step) const;
+  std::vector<Batch> next_micro_batches();
+  void handle_nonfinite(const StepPlan& plan, const StepOutcome& outcome, TrainProgress& progress,
+                        const std::vector<Batch>& micro_batches, const nlohmann::json& rng_before,
+                        const TrainHooks& hooks);
+  std::vector<double> apply_update(const StepPlan& plan, double& diagnostics_seconds);
+  nlohmann::json metrics_row(const StepPlan& plan, const StepOutcome& outcome, const SpikeFlags& spike,
+                             const std::vector<double>& update_ratios, const TrainProgress& progress,
+                             double tokens_per_s, double elapsed) const;
+  void evaluate(int64_t step_done, const TrainHooks& hooks);
+
   const RunConfig& config_;
   Transformer model_;
   BatchSource& source_;
-  RunFolder& folder_;
+  TrainOutput& output_;
   c10::Device device_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   SpikeDetector spikes_;

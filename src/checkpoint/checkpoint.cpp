@@ -1,0 +1,286 @@
+// Checkpoint contents: tensors in safetensors files, the rest in JSON; the directory mechanics
+// (temporary, fsync, manifest, LATEST) are checkpoint_dir's.
+#include "checkpoint/checkpoint.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <torch/optim/adamw.h>
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <type_traits>
+
+#include "core/rng_state.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "io/atomic_file.h"
+#include "core/errors.h"
+#include "io/safetensors.h"
+
+namespace causal {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kStateFile = "state.json";
+constexpr const char* kConfigFile = "config.json";
+constexpr int kStateFormat = 1;
+
+// The optimizer's state map is keyed by the parameter's TensorImpl: as text in LibTorch 1.x, as the
+// pointer itself in 2.x. The key type decides which.
+template <class StateMap>
+typename StateMap::key_type state_key(const StateMap&, const at::Tensor& parameter) {
+  using Key = typename StateMap::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream text;
+    text << parameter.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return static_cast<Key>(parameter.unsafeGetTensorImpl());
+  }
+}
+
+nlohmann::json read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw CheckpointError("[checkpoint] cannot read " + path.string());
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError("[checkpoint] " + path.string() + " is not valid JSON: " + e.what());
+  }
+}
+
+std::map<std::string, at::Tensor> by_name(NamedTensors tensors) {
+  std::map<std::string, at::Tensor> map;
+  for (auto& [name, tensor] : tensors) map.emplace(name, std::move(tensor));
+  return map;
+}
+
+std::string shape_text(at::IntArrayRef sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? "," : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
+void flatten(const nlohmann::json& value, const std::string& path,
+             std::map<std::string, nlohmann::json>& out) {
+  if (value.is_object() && !value.empty()) {
+    for (const auto& [key, child] : value.items()) flatten(child, path.empty() ? key : path + "." + key, out);
+  } else {
+    out[path] = value;
+  }
+}
+
+}  // namespace
+
+nlohmann::json TrainingState::to_json() const {
+  return {{"format", kStateFormat},
+          {"step", step},
+          {"tokens_seen", tokens_seen},
+          {"skipped_steps", skipped_steps},
+          {"initial_loss", initial_loss},
+          {"data", data},
+          {"data_identity", data_identity},
+          {"rng", rng},
+          {"consecutive_skips", consecutive_skips},
+          {"spike_detector", spike_detector}};
+}
+
+TrainingState TrainingState::from_json(const nlohmann::json& json, const std::string& source) {
+  TrainingState s;
+  try {
+    if (json.at("format").get<int>() != kStateFormat) {
+      throw CheckpointError("[checkpoint] " + source + ": state format " + json.at("format").dump() +
+                            " is not the supported " + std::to_string(kStateFormat));
+    }
+    s.step = json.at("step").get<int64_t>();
+    s.tokens_seen = json.at("tokens_seen").get<int64_t>();
+    s.skipped_steps = json.at("skipped_steps").get<int64_t>();
+    s.initial_loss = json.at("initial_loss").get<double>();
+    s.data = json.at("data");
+    s.data_identity = json.at("data_identity");
+    s.rng = json.at("rng");
+    s.consecutive_skips = json.at("consecutive_skips").get<int64_t>();
+    s.spike_detector = json.at("spike_detector");
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError("[checkpoint] " + source + ": missing or mistyped field: " + e.what());
+  }
+  return s;
+}
+
+nlohmann::json capture_global_rng(const c10::Device& device) {
+  nlohmann::json rng = {{"cpu", generator_state_hex(at::detail::getDefaultCPUGenerator())}};
+  if (!device.is_cpu()) {
+    rng["device"] = {{"type", device.str()},
+                     {"state", generator_state_hex(at::globalContext().defaultGenerator(device))}};
+  }
+  return rng;
+}
+
+void restore_global_rng(const nlohmann::json& rng, const c10::Device& device) {
+  try {
+    if (!device.is_cpu()) {
+      if (!rng.contains("device")) {
+        throw CheckpointError("[checkpoint] the checkpoint holds no generator state for device " +
+                              device.str());
+      }
+      restore_generator_state(at::globalContext().defaultGenerator(device),
+                              rng.at("device").at("state").get<std::string>(), device.str() + " generator");
+    }
+    restore_generator_state(at::detail::getDefaultCPUGenerator(), rng.at("cpu").get<std::string>(),
+                            "CPU generator");
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(std::string("[checkpoint] bad rng state: ") + e.what());
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw CheckpointError(std::string("[checkpoint] ") + e.what());
+  }
+}
+
+void write_training_tensors(const fs::path& dir, torch::nn::Module& model,
+                            const torch::optim::Optimizer& optimizer, int64_t step) {
+  NamedTensors weights, moments;
+  const auto& optimizer_state = optimizer.state();
+  for (const auto& item : model.named_parameters()) {
+    weights.emplace_back(item.key(), item.value().detach());
+    auto found = optimizer_state.find(state_key(optimizer_state, item.value()));
+    if (found == optimizer_state.end()) continue;  // never updated (no gradient yet)
+    const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*found->second);
+    moments.emplace_back(item.key() + ".exp_avg", adam.exp_avg());
+    moments.emplace_back(item.key() + ".exp_avg_sq", adam.exp_avg_sq());
+    moments.emplace_back(item.key() + ".step", at::scalar_tensor(adam.step(), at::kLong));
+  }
+  const std::map<std::string, std::string> metadata = {{"format", "causal"}, {"step", std::to_string(step)}};
+  save_safetensors((dir / kModelFile).string(), weights, metadata);
+  save_safetensors((dir / kOptimizerFile).string(), moments, metadata);
+}
+
+fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch::nn::Module& model,
+                         const torch::optim::Optimizer& optimizer, const nlohmann::json& config) {
+  fs::create_directories(root);
+  return commit_checkpoint(root, state.step, [&](const fs::path& dir) {
+    write_training_tensors(dir, model, optimizer, state.step);
+    write_file_synced(dir / kStateFile, state.to_json().dump(2) + "\n");
+    write_file_synced(dir / kConfigFile, config.dump(2) + "\n");
+  });
+}
+
+CheckpointInfo read_checkpoint(const fs::path& dir) {
+  verify_checkpoint(dir);
+  CheckpointInfo info;
+  info.dir = dir;
+  info.config = read_json_file(dir / kConfigFile);
+  info.state = TrainingState::from_json(read_json_file(dir / kStateFile), (dir / kStateFile).string());
+  return info;
+}
+
+fs::path find_checkpoint(const fs::path& run_dir, const std::string& ref) {
+  const fs::path root = run_dir / "checkpoints";
+  if (ref.empty()) {
+    if (auto latest = latest_valid_checkpoint(root)) return *latest;
+    std::string why;
+    std::ifstream latest_file(root / "LATEST");
+    if (std::string name; latest_file >> name) {
+      try {
+        verify_checkpoint(root / name);
+      } catch (const CheckpointError& e) {
+        why = std::string(" (") + e.what() + ")";
+      }
+    }
+    throw CheckpointError("[checkpoint] no valid checkpoint in " + root.string() + why);
+  }
+  if (std::all_of(ref.begin(), ref.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    // More digits than any step count has would overflow the parse: no such checkpoint either way.
+    if (ref.size() > 12) throw CheckpointError("[checkpoint] no checkpoint for step " + ref);
+    const fs::path dir = root / checkpoint_name(std::stoll(ref));
+    if (!fs::is_directory(dir))
+      throw CheckpointError("[checkpoint] no checkpoint for step " + ref + " (" + dir.string() + ")");
+    return dir;
+  }
+  const fs::path path(ref);
+  if (fs::is_directory(path / "checkpoints")) return find_checkpoint(path, "");  // a run folder: its newest
+  if (!fs::is_directory(path))
+    throw CheckpointError("[checkpoint] " + ref + " is not a checkpoint directory");
+  return path;
+}
+
+void load_model_weights(const fs::path& dir, torch::nn::Module& model) {
+  const std::string file = (dir / kModelFile).string();
+  std::map<std::string, at::Tensor> stored = by_name(load_safetensors(file));
+  auto parameters = model.named_parameters();
+  // Everything is checked before the first copy, so a refused checkpoint leaves the model untouched.
+  for (const auto& item : parameters) {
+    auto found = stored.find(item.key());
+    if (found == stored.end()) throw CheckpointError("[checkpoint] " + file + ": no tensor " + item.key());
+    const at::Tensor& p = item.value();
+    if (found->second.sizes() != p.sizes() || found->second.scalar_type() != p.scalar_type()) {
+      throw CheckpointError("[checkpoint] " + file + ": " + item.key() + " is " +
+                            shape_text(found->second.sizes()) + " " +
+                            c10::toString(found->second.scalar_type()) + ", the model needs " +
+                            shape_text(p.sizes()) + " " + c10::toString(p.scalar_type()));
+    }
+  }
+  for (const auto& [name, tensor] : stored) {
+    if (!parameters.contains(name))
+      throw CheckpointError("[checkpoint] " + file + ": tensor " + name +
+                            " belongs to no parameter of this model");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& item : parameters) item.value().copy_(stored.at(item.key()));
+}
+
+void load_optimizer_state(const fs::path& dir, torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  const std::string file = (dir / kOptimizerFile).string();
+  std::map<std::string, at::Tensor> stored = by_name(load_safetensors(file));
+  auto& optimizer_state = optimizer.state();
+  auto take = [&](const std::string& name, const at::Tensor& like) {
+    auto found = stored.find(name);
+    if (found == stored.end()) throw CheckpointError("[checkpoint] " + file + ": no tensor " + name);
+    at::Tensor t = found->second;
+    stored.erase(found);
+    if (like.defined() && (t.sizes() != like.sizes() || t.scalar_type() != like.scalar_type())) {
+      throw CheckpointError("[checkpoint] " + file + ": " + name + " is " + shape_text(t.sizes()) +
+                            ", the parameter is " + shape_text(like.sizes()));
+    }
+    return like.defined() ? t.to(like.device()) : t;
+  };
+  for (const auto& item : model.named_parameters()) {
+    const std::string& name = item.key();
+    if (!stored.count(name + ".step")) continue;  // never updated when saved
+    auto adam = std::make_unique<torch::optim::AdamWParamState>();
+    adam->step(take(name + ".step", at::Tensor()).item<int64_t>());
+    adam->exp_avg(take(name + ".exp_avg", item.value()));
+    adam->exp_avg_sq(take(name + ".exp_avg_sq", item.value()));
+    optimizer_state[state_key(optimizer_state, item.value())] = std::move(adam);
+  }
+  if (!stored.empty()) {
+    throw CheckpointError("[checkpoint] " + file + ": tensor " + stored.begin()->first +
+                          " belongs to no parameter of this model");
+  }
+}
+
+std::vector<std::string> config_differences(const nlohmann::json& stored, const nlohmann::json& requested,
+                                            const std::vector<std::string>& keys) {
+  std::vector<std::string> differences;
+  for (const std::string& key : keys) {
+    std::map<std::string, nlohmann::json> a, b;
+    flatten(stored.value(key, nlohmann::json()), key, a);
+    flatten(requested.value(key, nlohmann::json()), key, b);
+    std::set<std::string> paths;
+    for (const auto& [path, _] : a) paths.insert(path);
+    for (const auto& [path, _] : b) paths.insert(path);
+    for (const std::string& path : paths) {
+      const nlohmann::json x = a.count(path) ? a[path] : nlohmann::json("(absent)");
+      const nlohmann::json y = b.count(path) ? b[path] : nlohmann::json("(absent)");
+      if (x != y) differences.push_back(path + ": checkpoint " + x.dump() + ", requested " + y.dump());
+    }
+  }
+  return differences;
+}
+
+}  // namespace causal

@@ -1,0 +1,76 @@
+// What a training checkpoint holds and how it is written and read back (docs/checkpoints.md):
+//   model.safetensors      parameters under their stable names (docs/model.md)
+//   optimizer.safetensors  AdamW moments and step counts, "<parameter>.exp_avg|exp_avg_sq|step"
+//   state.json             step, counters, data source state, every RNG state
+//   config.json            the resolved config the run was trained with
+//   manifest.json          size and SHA-256 of each file, written last (checkpoint_dir.h)
+#pragma once
+
+#include <c10/core/Device.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace causal {
+
+// state.json: everything besides tensors that the run needs to continue as if never stopped.
+struct TrainingState {
+  int64_t step = 0;               // optimizer steps completed (skipped ones included)
+  int64_t tokens_seen = 0;        // input positions fed to the model, padding included
+  int64_t skipped_steps = 0;      // updates skipped for non-finite values
+  double initial_loss = 0.0;      // fixed-batch loss before step one (results.json)
+  nlohmann::json data;            // BatchSource::state()
+  nlohmann::json data_identity;   // what the data must still be on resume (tokenizer, token counts)
+  nlohmann::json rng;             // capture_global_rng()
+  int64_t consecutive_skips = 0;  // skipped steps in a row (nonfinite = "skip")
+  nlohmann::json spike_detector;  // SpikeDetector::state()
+
+  nlohmann::json to_json() const;
+  static TrainingState from_json(const nlohmann::json& json, const std::string& source);
+};
+
+// States of the default generators behind dropout and init: the CPU one, and the device's when it is
+// not the CPU. Restore them last, after everything that might draw from them.
+nlohmann::json capture_global_rng(const c10::Device& device);
+void restore_global_rng(const nlohmann::json& rng, const c10::Device& device);
+
+// Writes root/step_<state.step> atomically and returns it. Throws CheckpointError.
+std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
+                                      torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                                      const nlohmann::json& config);
+
+// model.safetensors and optimizer.safetensors of `model` and `optimizer` in `dir` (also used by forensics).
+void write_training_tensors(const std::filesystem::path& dir, torch::nn::Module& model,
+                            const torch::optim::Optimizer& optimizer, int64_t step);
+
+// A verified checkpoint directory with its config and state parsed; no tensor has been read.
+struct CheckpointInfo {
+  std::filesystem::path dir;
+  nlohmann::json config;
+  TrainingState state;
+};
+CheckpointInfo read_checkpoint(const std::filesystem::path& dir);
+
+// Which checkpoint `ref` means for a run folder: "" = the newest valid one, digits = that step, anything
+// else = a checkpoint directory path. Throws CheckpointError when there is none or it does not exist.
+std::filesystem::path find_checkpoint(const std::filesystem::path& run_dir, const std::string& ref);
+
+// Copies the stored parameters into `model`; every name must be present once with the same shape and
+// dtype (a model of another shape is refused, never partially loaded). Throws CheckpointError.
+void load_model_weights(const std::filesystem::path& dir, torch::nn::Module& model);
+
+// Restores AdamW moments and step counts for `model`'s parameters (options such as lr are not stored:
+// the trainer recomputes lr from the step). Throws CheckpointError.
+void load_optimizer_state(const std::filesystem::path& dir, torch::nn::Module& model,
+                          torch::optim::Optimizer& optimizer);
+
+// "section.field: stored X, requested Y" for every leaf that differs under the given top-level keys.
+std::vector<std::string> config_differences(const nlohmann::json& stored, const nlohmann::json& requested,
+                                            const std::vector<std::string>& keys);
+
+}  // namespace causal

@@ -1,0 +1,145 @@
+// Atomic checkpoint directories with manifests.
+#include "checkpoint/checkpoint_dir.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include "core/errors.h"
+#include "io/atomic_file.h"
+#include "io/sha256.h"
+
+namespace causal {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kTempPrefix = ".tmp-";
+constexpr const char* kManifest = "manifest.json";
+
+constexpr const char* kLatest = "LATEST";
+
+bool is_step_dir(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return name.rfind("step_", 0) == 0 && fs::is_directory(p);
+}
+
+// step_* directories, newest first.
+std::vector<fs::path> step_dirs(const fs::path& root) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (is_step_dir(entry.path())) dirs.push_back(entry.path());
+  }
+  std::sort(dirs.begin(), dirs.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename() > b.filename(); });
+  return dirs;
+}
+
+bool verifies(const fs::path& dir) {
+  try {
+    verify_checkpoint(dir);
+    return true;
+  } catch (const CheckpointError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string checkpoint_name(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step_%08lld", static_cast<long long>(step));
+  return name;
+}
+
+fs::path commit_checkpoint(const fs::path& root, int64_t step,
+                           const std::function<void(const fs::path&)>& write_files) {
+  const fs::path final_dir = root / checkpoint_name(step);
+  const fs::path temp = root / (kTempPrefix + checkpoint_name(step));
+  if (fs::exists(final_dir)) throw CheckpointError("[checkpoint] " + final_dir.string() + " exists already");
+  std::error_code ec;
+  fs::remove_all(temp, ec);
+  fs::create_directories(temp);
+  try {
+    write_files(temp);
+    nlohmann::json files = nlohmann::json::object();
+    for (const auto& entry : fs::directory_iterator(temp)) {
+      if (!entry.is_regular_file()) continue;
+      fsync_path(entry.path());
+      files[entry.path().filename().string()] = {{"bytes", fs::file_size(entry.path())},
+                                                 {"sha256", sha256_file(entry.path().string())}};
+    }
+    // The manifest comes last: its presence is what marks the files as complete.
+    write_file_synced(temp / kManifest, nlohmann::json{{"step", step}, {"files", files}}.dump(2) + "\n");
+    fsync_path(temp);
+    fs::rename(temp, final_dir);
+    fsync_path(root);
+    // LATEST is replaced by a rename too, so a reader sees the old name or the new one, never half of one.
+    write_file_atomically(root / kLatest, checkpoint_name(step) + "\n");
+  } catch (const CheckpointError&) {
+    fs::remove_all(temp, ec);
+    throw;
+  } catch (const std::exception& e) {
+    fs::remove_all(temp, ec);
+    throw CheckpointError("[checkpoint] writing " + final_dir.string() + " failed: " + e.what());
+  }
+  return final_dir;
+}
+
+nlohmann::json verify_checkpoint(const fs::path& dir) {
+  const std::string where = "[checkpoint] " + dir.string() + ": ";
+  std::ifstream in(dir / kManifest);
+  if (!in) throw CheckpointError(where + "no manifest.json (an incomplete checkpoint is never loaded)");
+  nlohmann::json manifest;
+  try {
+    in >> manifest;
+    for (const auto& [name, entry] : manifest.at("files").items()) {
+      const fs::path file = dir / name;
+      if (!fs::is_regular_file(file)) throw CheckpointError(where + name + " is listed but missing");
+      const auto bytes = entry.at("bytes").get<uint64_t>();
+      if (fs::file_size(file) != bytes) {
+        throw CheckpointError(where + name + " has " + std::to_string(fs::file_size(file)) +
+                              " bytes, the manifest says " + std::to_string(bytes));
+      }
+      if (io_as<CheckpointError>([&] { return sha256_file(file.string()); }) != entry.at("sha256").get<std::string>()) {
+        throw CheckpointError(where + name + " does not match its sha256 in the manifest (corrupted)");
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(where + "malformed manifest.json: " + e.what());
+  }
+  return manifest;
+}
+
+std::optional<fs::path> latest_valid_checkpoint(const fs::path& root) {
+  std::ifstream latest(root / kLatest);
+  std::string name;
+  if (latest >> name && name.rfind("step_", 0) == 0 && verifies(root / name)) return root / name;
+  for (const fs::path& dir : step_dirs(root)) {
+    if (verifies(dir)) return dir;
+  }
+  return std::nullopt;
+}
+
+void remove_stale_temporaries(const fs::path& root) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    // Checkpoint temporaries and an interrupted replacement of LATEST (io/atomic_file's temporaries).
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kTempPrefix, 0) == 0 || name.rfind(std::string(".") + kLatest + ".tmp-", 0) == 0)
+      fs::remove_all(entry.path(), ec);
+  }
+}
+
+void prune_checkpoints(const fs::path& root, int64_t keep) {
+  const std::optional<fs::path> newest_complete = latest_valid_checkpoint(root);
+  const std::vector<fs::path> dirs = step_dirs(root);
+  std::error_code ec;
+  for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 1)); i < dirs.size(); ++i) {
+    if (newest_complete && dirs[i] == *newest_complete) continue;
+    fs::remove_all(dirs[i], ec);
+  }
+}
+
+}  // namespace causal

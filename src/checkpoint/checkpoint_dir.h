@@ -1,0 +1,37 @@
+// Checkpoint directories that never lose work: files are written into a temporary sibling, fsynced,
+// listed with size and SHA-256 in manifest.json (written last), renamed into place, and only then is
+// LATEST replaced. A directory whose manifest is missing or does not match its files is never used.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace causal {
+
+// "step_00000042": fixed width so names sort by step.
+std::string checkpoint_name(int64_t step);
+
+// Creates root/step_NNNNNNNN from what `write_files` puts into the (temporary) directory it is given.
+// Returns the final directory. Throws CheckpointError if it exists already or on any IO failure; the
+// temporary is removed then, and LATEST still names the previous complete checkpoint.
+std::filesystem::path commit_checkpoint(const std::filesystem::path& root, int64_t step,
+                                        const std::function<void(const std::filesystem::path&)>& write_files);
+
+// Checks every file the manifest lists (size and SHA-256) and that no listed file is missing;
+// returns the manifest. Throws CheckpointError naming the directory and the first mismatch.
+nlohmann::json verify_checkpoint(const std::filesystem::path& dir);
+
+// The checkpoint LATEST names if it verifies, else the newest step_* directory that does; nullopt if none.
+std::optional<std::filesystem::path> latest_valid_checkpoint(const std::filesystem::path& root);
+
+// Removes temporaries left by a crash during commit_checkpoint (called at start-up).
+void remove_stale_temporaries(const std::filesystem::path& root);
+
+// Keeps the `keep` newest step_* directories (keep >= 1); the newest complete one is never removed.
+void prune_checkpoints(const std::filesystem::path& root, int64_t keep);
+
+}  // namespace causal

@@ -1,0 +1,104 @@
+// The commands that read a run's checkpoints: `causal eval`, `causal generate` and `causal report`.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "eval/checkpoint_eval.h"
+#include "eval/generate.h"
+#include "report/report.h"
+
+namespace causal::cli {
+namespace {
+
+// --run and --checkpoint, shared by the commands that read a checkpoint.
+void add_checkpoint_options(CLI::App& command, std::string& run_dir, std::string& checkpoint) {
+  command.add_option("--run", run_dir, "Run folder (holds checkpoints/)")->required();
+  command.add_option("--checkpoint", checkpoint,
+                     "Step number or checkpoint directory (default: the newest valid checkpoint)");
+}
+
+int run_eval(const EvalRequest& request) {
+  const EvalOutcome outcome = evaluate_checkpoint(request);
+  std::cout << outcome.table << "written to " << outcome.file << "\n";
+  return kExitOk;
+}
+
+int run_generate(const GenerateRequest& request) {
+  const GenerateResult result = generate_text(request);
+  std::cout << request.prompt << result.text << "\n";
+  std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n", result.generated_ids.size(),
+               static_cast<long long>(result.step), result.stop_reason.c_str());
+  if (request.verify_cache) std::printf("verify-cache max_abs_diff=%.9g\n", result.max_abs_diff);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_eval_command(CLI::App& app) {
+  auto request = std::make_shared<EvalRequest>();
+  CLI::App* eval = app.add_subcommand(
+      "eval",
+      "Evaluate a checkpoint on its task's held-out split: text -> loss, perplexity, bits per byte on "
+      "data.val; retrieval -> the controls table on the test split (docs/retrieval-lab.md). Writes "
+      "RUN/eval/step_N.json and prints a table.");
+  add_checkpoint_options(*eval, request->run_dir, request->checkpoint);
+  eval->add_option("--split", request->split, "val (text) or test (retrieval); default: the task's")
+      ->check(CLI::IsMember({"val", "test"}));
+  eval->add_option("--set", request->overrides,
+                   "Override data.* (e.g. data.val=other.tok, data.layout=padded), device or threads; the "
+                   "model must stay the trained one. Results then go to step_N.<split>-<hash>.json");
+  eval->add_flag("--attention", request->attention,
+                 "Add attention maps of the first example (per layer and head) and each head's attention "
+                 "entropy (where a head reads, not what matters: see docs/diagnostics.md)");
+  eval->add_flag("--ablate-heads", request->ablate_heads,
+                 "Zero each head's output in turn and report the change in loss and accuracy");
+  eval->add_option("--probe-batches", request->probe_batches,
+                   "Text runs: validation batches the probes use (retrieval uses the whole test split)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  return {eval, [request] { return run_eval(*request); }};
+}
+
+Command add_generate_command(CLI::App& app) {
+  auto request = std::make_shared<GenerateRequest>();
+  CLI::App* generate = app.add_subcommand(
+      "generate",
+      "Sample text from a text run's checkpoint with the KV cache (RoPE/learned positions at absolute "
+      "positions). Prints the prompt and its continuation.");
+  add_checkpoint_options(*generate, request->run_dir, request->checkpoint);
+  generate->add_option("--prompt", request->prompt, "Prompt text (encoded as BOS + its bytes)")->required();
+  generate->add_option("--max-new-tokens", request->max_new_tokens, "Tokens to generate at most")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  generate->add_option("--temperature", request->temperature, "Softmax temperature; 0 = greedy (argmax)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  generate->add_option("--top-k", request->top_k, "Sample among the K likeliest tokens; 0 = all")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  generate->add_option("--seed", request->seed, "Seed of the sampling generator")->capture_default_str();
+  generate->add_option("--set", request->overrides, "Override device or threads");
+  generate->add_flag("--verify-cache", request->verify_cache,
+                     "Recompute the full causal pass at every step and end with the line "
+                     "`verify-cache max_abs_diff=<float>` (largest cached-vs-full logit difference)");
+  return {generate, [request] { return run_generate(*request); }};
+}
+
+Command add_report_command(CLI::App& app) {
+  auto run_dir = std::make_shared<std::string>();
+  CLI::App* report = app.add_subcommand(
+      "report",
+      "Write RUN/report.html: one self-contained page (inline SVG and CSS, no script, nothing fetched) with "
+      "the config, results, training curves, retrieval controls and attention heatmaps of the newest valid "
+      "checkpoint. Works while the run is still training; see docs/report.md.");
+  report->add_option("--run", *run_dir, "Run folder (holds config.json and metrics.jsonl)")->required();
+  return {report, [run_dir] {
+            std::cout << "written to " << write_report(*run_dir) << "\n";
+            return kExitOk;
+          }};
+}
+
+}  // namespace causal::cli

@@ -1,0 +1,86 @@
+// `causal train`: flags -> TrainRequest (or a forensics replay) -> the library.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "config/config_io.h"
+#include "run/train_run.h"
+#include "train/replay.h"
+
+namespace causal::cli {
+
+const char* const kSetHelp =
+    "Override one config field, typed by that field: --set model.d_model=256 --set "
+    "train.optimizer.lr=3e-4 --set data.kind=text. Repeatable; applied in order before validation "
+    "(fields: docs/config.md)";
+
+namespace {
+
+struct TrainFlags {
+  std::string config;
+  std::vector<std::string> overrides;
+  bool print_config = false;
+  std::string replay;
+  TrainRequest request;
+};
+
+int run_train(const TrainFlags& flags) {
+  if (!flags.replay.empty()) {
+    const ReplayResult replay = replay_step(flags.replay);
+    std::cout << format_replay(replay);
+    return replay.outcome.finite ? kExitOk : kExitNumerical;
+  }
+  if (flags.config.empty()) throw UsageError("train: --config is required (or --replay BUNDLE)");
+  const RunConfig config = load_config(flags.config, flags.overrides);
+  if (flags.print_config) {
+    std::cout << config_to_string(config) << "\n";
+    return kExitOk;
+  }
+  const TrainOutcome outcome = train_run(config, flags.request);
+  if (outcome.stopped_at_step > 0)
+    std::cout << "stopped after step " << outcome.stopped_at_step << "; checkpoint " << outcome.checkpoint << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  CLI::App* train = app.add_subcommand(
+      "train",
+      "Train a model from a config; writes runs/NAME/ (config.json, log.txt, metrics.jsonl, results.json, "
+      "checkpoints/) and prints the results table. See docs/run-folder.md and docs/checkpoints.md.");
+  train->add_option("--config", flags->config,
+                    "Config file (JSON, // comments allowed); see docs/config.md. Required unless --replay");
+  train->add_option("--set", flags->overrides, kSetHelp);
+  train->add_option("--run-dir", flags->request.run_dir,
+                    "Run folder. With --resume auto, an existing one is continued from its newest valid "
+                    "checkpoint; otherwise it must be empty or absent. Default: runs/<name> (runs/<name>-N "
+                    "when that holds a finished run)");
+  train
+      ->add_option("--resume", flags->request.resume,
+                   "auto: continue from the newest valid checkpoint of the run folder (--run-dir, or "
+                   "runs/<name> if that run is unfinished), else start fresh; never: always a new run; "
+                   "PATH: a checkpoint directory (or run folder) to continue from, in its own run folder "
+                   "or, with --run-dir, in a new one. The model/data config and seed must match it (exit 4)")
+      ->capture_default_str();
+  train
+      ->add_option("--stop-at-step", flags->request.stop_at_step,
+                   "Save a checkpoint after step K and exit 0, as a preempted run would (to reproduce an "
+                   "interruption exactly)")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--inject-fault", flags->request.inject_fault,
+                    "Fault injection for drills and tests: KIND:NAME@STEP fills a weight (weight:PARAM), a "
+                    "sub-layer output (activation:embed|blocks.<i>.attn|blocks.<i>.ffn|final_norm|logits) or "
+                    "a gradient (gradient:PARAM) with NaN at that step (docs/diagnostics.md)");
+  train->add_option("--replay", flags->replay,
+                    "Recompute the step saved in a forensics bundle (RUN/forensics/step_N) from its weights, "
+                    "batch and RNG state, and report whether it is non-finite again (exit 5) and where");
+  train->add_flag("--print-config", flags->print_config,
+                  "Print the resolved config (every default filled in) and exit");
+  return {train, [flags] { return run_train(*flags); }};
+}
+
+}  // namespace causal::cli

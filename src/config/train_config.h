@@ -1,0 +1,81 @@
+// Train section of the run config: every field declared once, with its default and a one-line comment.
+// visit_fields() is the single list of fields that JSON in/out, --set overrides and docs walk.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config/enums.h"
+
+namespace causal {
+
+struct OptimizerConfig {
+  double lr = 3e-4;                         // peak learning rate
+  std::vector<double> betas = {0.9, 0.95};  // AdamW moment decay rates
+  double eps = 1e-8;                        // AdamW denominator epsilon
+  double weight_decay = 0.1;                // decoupled weight decay
+  bool decay_norms_and_embeddings = false;  // also decay norm weights, biases and embeddings
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("lr", lr);
+    v.field("betas", betas);
+    v.field("eps", eps);
+    v.field("weight_decay", weight_decay);
+    v.field("decay_norms_and_embeddings", decay_norms_and_embeddings);
+  }
+};
+
+struct ScheduleConfig {
+  ScheduleKind kind = ScheduleKind::kCosine;  // "constant" | "linear" | "cosine" | "wsd"
+  int64_t warmup_steps = 0;                   // linear ramp from lr/warmup_steps to lr
+  double min_lr_ratio = 0.1;                  // floor of the decay, as a fraction of lr
+  double decay_fraction = 0.2;                // wsd: final fraction of steps spent decaying
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("kind", kind);
+    v.field("warmup_steps", warmup_steps);
+    v.field("min_lr_ratio", min_lr_ratio);
+    v.field("decay_fraction", decay_fraction);
+  }
+};
+
+struct TrainConfig {
+  int64_t steps = 1000;     // optimizer steps
+  int64_t batch_size = 32;  // sequences per micro-batch
+  int64_t grad_accum = 1;   // micro-batches per optimizer step
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+  double grad_clip = 1.0;        // max global grad norm; 0 = no clipping (norm still logged)
+  int64_t log_every = 10;        // steps between metrics rows (the first and last step always log)
+  int64_t eval_every = 0;        // steps between evaluations; 0 = only at the end
+  int64_t checkpoint_every = 0;  // steps between checkpoints; 0 = only at the end
+  int64_t keep_checkpoints = 3;  // newest checkpoints kept
+  NonfiniteAction nonfinite = NonfiniteAction::kAbort;  // "abort" | "skip" on a non-finite loss/grad
+  int64_t max_consecutive_skips = 5;  // "skip": abort (exit 5) after this many skipped steps in a row
+  int64_t diag_every = 50;            // steps between per-layer grad norms and update/weight ratios
+  int64_t spike_window = 100;         // steps in the rolling mean/std of loss and grad norm
+  double spike_threshold = 6.0;       // z-score above which a step is flagged as a spike
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("steps", steps);
+    v.field("batch_size", batch_size);
+    v.field("grad_accum", grad_accum);
+    v.field("optimizer", optimizer);
+    v.field("schedule", schedule);
+    v.field("grad_clip", grad_clip);
+    v.field("log_every", log_every);
+    v.field("eval_every", eval_every);
+    v.field("checkpoint_every", checkpoint_every);
+    v.field("keep_checkpoints", keep_checkpoints);
+    v.field("nonfinite", nonfinite);
+    v.field("max_consecutive_skips", max_consecutive_skips);
+    v.field("diag_every", diag_every);
+    v.field("spike_window", spike_window);
+    v.field("spike_threshold", spike_threshold);
+  }
+};
+
+}  // namespace causal

@@ -1,0 +1,47 @@
+// Thread and device set-up.
+#include "core/runtime.h"
+
+#include "core/errors.h"
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <torch/cuda.h>
+
+#include <stdexcept>
+#include <thread>
+
+namespace causal {
+
+int64_t configure_threads(int64_t threads) {
+  // Looked up at run time: OpenBLAS is an implementation detail of the BLAS that LibTorch was linked with.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+  const int64_t n = threads > 0 ? threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(n));
+  return n;
+}
+
+c10::Device resolve_device(const std::string& device) {
+  c10::Device parsed(c10::kCPU);
+  try {
+    parsed = c10::Device(device);
+  } catch (const std::exception&) {
+    throw ConfigError("device", device, "not a device string (expected cpu, cuda or cuda:N)");
+  }
+  if (parsed.is_cuda()) {
+    if (!torch::cuda::is_available()) {
+      throw ConfigError("device", device,
+                        "this build or machine has no CUDA (build against a CUDA LibTorch via "
+                        "CMAKE_PREFIX_PATH, or use \"cpu\")");
+    }
+    if (parsed.has_index() && parsed.index() >= static_cast<int>(torch::cuda::device_count())) {
+      throw ConfigError("device", device,
+                        "only " + std::to_string(torch::cuda::device_count()) + " CUDA device(s) present");
+    }
+  } else if (!parsed.is_cpu()) {
+    throw ConfigError("device", device, "not supported (expected cpu or cuda[:N])");
+  }
+  return parsed;
+}
+
+}  // namespace causal

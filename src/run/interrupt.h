@@ -1,0 +1,20 @@
+// SIGINT/SIGTERM during training: the first signal asks the loop to finish its step, save a checkpoint
+// and stop (exit 130/143); a second one exits at once, leaving the last complete checkpoint as it was.
+#pragma once
+
+#include "core/errors.h"
+
+namespace causal {
+
+// Installs the handlers for its lifetime and restores the previous ones after. One at a time.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+  int pending() const;  // the signal received (SIGINT or SIGTERM), 0 if none
+};
+
+}  // namespace causal

@@ -1,0 +1,103 @@
+// Run folder creation, locking and atomic writes.
+#include "run/run_folder.h"
+
+#include <fcntl.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "io/atomic_file.h"
+
+namespace causal {
+namespace fs = std::filesystem;
+
+bool RunFolder::is_empty_or_absent(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return true;
+  return fs::is_directory(dir, ec) && fs::is_empty(dir, ec);
+}
+
+std::unique_ptr<RunFolder> RunFolder::open_existing(const fs::path& dir) {
+  if (!fs::is_directory(dir)) throw RunFolderError("run folder " + dir.string() + " does not exist");
+  return std::unique_ptr<RunFolder>(new RunFolder(dir));
+}
+
+std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const std::string& runs_root,
+                                             const std::string& name) {
+  fs::path dir;
+  if (!requested.empty()) {
+    dir = requested;
+    if (!is_empty_or_absent(dir)) {
+      throw RunFolderError("run folder " + dir.string() +
+                           " already holds a run and no checkpoint of it is being resumed; choose another "
+                           "--run-dir (runs are never overwritten)");
+    }
+  } else {
+    dir = fs::path(runs_root) / name;
+    for (int i = 2; !is_empty_or_absent(dir); ++i)
+      dir = fs::path(runs_root) / (name + "-" + std::to_string(i));
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw RunFolderError("cannot create run folder " + dir.string() + ": " + ec.message());
+  return std::unique_ptr<RunFolder>(new RunFolder(dir));
+}
+
+RunFolder::RunFolder(fs::path path) : path_(std::move(path)) {
+  const fs::path lock = path_ / ".lock";
+  lock_fd_ = ::open(lock.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    throw RunFolderError("run folder " + path_.string() + " is locked by another causal process (" +
+                         lock.string() + ")");
+  }
+  metrics_.open(path_ / "metrics.jsonl", std::ios::app);
+  if (!metrics_) throw RunFolderError("cannot write " + (path_ / "metrics.jsonl").string());
+  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((path_ / "log.txt").string());
+  auto console_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  console_sink->set_level(spdlog::level::info);
+  console_sink->set_pattern("%v");
+  logger_ = std::make_shared<spdlog::logger>("run", spdlog::sinks_init_list{file_sink, console_sink});
+  logger_->set_level(spdlog::level::debug);
+  logger_->flush_on(spdlog::level::info);
+}
+
+RunFolder::~RunFolder() {
+  if (logger_) logger_->flush();
+  if (lock_fd_ >= 0) {
+    ::flock(lock_fd_, LOCK_UN);
+    ::close(lock_fd_);
+  }
+}
+
+void RunFolder::write_json(const std::string& file, const nlohmann::json& value) const {
+  io_as<RunFolderError>([&] { write_file_atomically(path_ / file, value.dump(2) + "\n"); });
+}
+
+void RunFolder::append_metrics(const nlohmann::json& row) {
+  metrics_ << row.dump() << "\n";
+  metrics_.flush();
+}
+
+void RunFolder::truncate_metrics_after(int64_t step) {
+  const fs::path file = path_ / "metrics.jsonl";
+  metrics_.close();
+  std::string kept;
+  {
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      const nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      // A torn last line (crash mid-write) is dropped like the rows after the checkpoint.
+      if (row.is_discarded() || row.value("step", int64_t{0}) > step) continue;
+      kept += line + "\n";
+    }
+  }
+  io_as<RunFolderError>([&] { write_file_atomically(file, kept); });
+  metrics_.open(file, std::ios::app);
+  if (!metrics_) throw RunFolderError("cannot write " + file.string());
+}
+
+}  // namespace causal

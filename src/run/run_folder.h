@@ -1,0 +1,48 @@
+// The run folder (runs/NAME/): created once per run, locked while training, written atomically.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/errors.h"
+#include "train/train_output.h"
+
+namespace causal {
+
+class RunFolder : public TrainOutput {
+ public:
+  // `requested` empty: a new folder runs_root/name (or name-2, name-3, ... if taken). Otherwise that
+  // folder, which must be empty or absent: an earlier run is never overwritten.
+  static std::unique_ptr<RunFolder> create(const std::string& requested, const std::string& runs_root,
+                                           const std::string& name);
+  // An existing run folder, to continue a run in it (resume). Throws RunFolderError if it is locked.
+  static std::unique_ptr<RunFolder> open_existing(const std::filesystem::path& dir);
+  static bool is_empty_or_absent(const std::filesystem::path& dir);
+  ~RunFolder() override;
+  RunFolder(const RunFolder&) = delete;
+  RunFolder& operator=(const RunFolder&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // Writes `file` in the folder via a temporary and a rename, so readers never see half a file.
+  void write_json(const std::string& file, const nlohmann::json& value) const;
+  // One line of metrics.jsonl, flushed at once so a crash loses nothing already logged.
+  void append_metrics(const nlohmann::json& row) override;
+  // Drops metrics rows logged after `step` (a resumed run repeats those steps); rewritten atomically.
+  void truncate_metrics_after(int64_t step);
+  // Logs to log.txt (everything) and stderr (info and above).
+  spdlog::logger& log() override { return *logger_; }
+
+ private:
+  explicit RunFolder(std::filesystem::path path);
+  std::filesystem::path path_;
+  int lock_fd_ = -1;
+  std::ofstream metrics_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace causal

@@ -1,0 +1,216 @@
+// A whole training job; the CLI's `train` command is a thin call into this.
+#include "run/train_run.h"
+
+#include <torch/utils.h>
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "checkpoint/checkpointer.h"
+#include "checkpoint/forensics_bundle.h"
+#include "config/config_io.h"
+#include "core/errors.h"
+#include "core/runtime.h"
+#include "model/cost_model.h"
+#include "model/count_parameters.h"
+#include "model/transformer.h"
+#include "run/interrupt.h"
+#include "run/run_folder.h"
+#include "task/task.h"
+#include "train/throughput.h"
+#include "train/trainer.h"
+
+namespace causal {
+namespace fs = std::filesystem;
+namespace {
+
+// The memory split and cost figures (docs/background.md), once at start-up.
+void log_cost_plan(spdlog::logger& log, const InspectReport& r, double peak_flops) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  log.info(
+      "memory: parameters {:.2f} MiB, gradients {:.2f} MiB, AdamW state {:.2f} MiB, activations ~{:.1f} MiB "
+      "per micro-batch of {} x {} (estimate), KV cache for one sequence of {} positions {:.2f} MiB",
+      r.memory.parameters / kMiB, r.memory.gradients / kMiB, r.memory.optimizer / kMiB,
+      r.memory.activations / kMiB, r.batch, r.flops.context, r.model.max_seq_len,
+      kv_cache_bytes(1, r.model.n_layers, r.model.max_seq_len, r.model.n_kv_heads, r.model.head_dim(), 4) /
+          kMiB);
+  log.info(
+      "cost: {:.3g} training FLOPs per token (6N + causal attention); matmul peak measured here {:.1f} "
+      "GFLOP/s; compute-optimal data ~{} tokens (20 per parameter)",
+      static_cast<double>(r.flops.training_causal), peak_flops / 1e9, r.scaling.compute_optimal_tokens);
+}
+
+void check_stop_at_step(const TrainRequest& request, int64_t steps, const std::optional<CheckpointInfo>& from) {
+  if (request.stop_at_step < 0 || request.stop_at_step > steps) {
+    throw UsageError("--stop-at-step " + std::to_string(request.stop_at_step) + " is outside 1..train.steps (" +
+                     std::to_string(steps) + ")");
+  }
+  if (from && request.stop_at_step > 0 && request.stop_at_step <= from->state.step) {
+    throw UsageError("--stop-at-step " + std::to_string(request.stop_at_step) +
+                     ": the run continues after step " + std::to_string(from->state.step));
+  }
+}
+
+// A finished run's results, when `from` is its last checkpoint and results.json is readable.
+std::optional<nlohmann::json> finished_results(const StartPlan& plan, const CheckpointInfo& from, int64_t steps) {
+  if (plan.continue_in.empty() || from.state.step != steps) return std::nullopt;
+  std::ifstream in(plan.continue_in / "results.json");
+  if (!in) return std::nullopt;
+  const nlohmann::json results = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (results.is_discarded()) return std::nullopt;
+  return results;
+}
+
+nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluation, const TrainSummary& summary,
+                             const RunFolder& folder, const std::string& checkpoint) {
+  nlohmann::json results;
+  results["initial_loss"] = initial_loss;
+  results.update(evaluation);
+  results["steps"] = summary.progress.step;
+  results["skipped_steps"] = summary.progress.skipped_steps;
+  results["tokens_seen"] = summary.progress.tokens_seen;
+  results["final_train_loss"] = summary.final_loss;
+  results["train_seconds"] = summary.seconds;
+  results["tokens_per_s"] = summary.tokens_per_s;
+  results["diagnostics_seconds"] = summary.diagnostics_seconds;
+  results["run_dir"] = folder.path().string();
+  results["checkpoint"] = checkpoint;
+  return results;
+}
+
+}  // namespace
+
+TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
+  const int64_t threads = configure_threads(config.threads);
+  const c10::Device device = resolve_device(config.device);
+  const nlohmann::json config_json = config_to_json(config);
+  const int64_t steps = config.train.steps;
+  check_stop_at_step(request, steps, std::nullopt);
+
+  // Lock a folder we continue in before reading its checkpoints: another process may be writing them.
+  const StartPlan plan = plan_start({request.resume, request.run_dir, request.runs_root}, config.name, steps);
+  std::unique_ptr<RunFolder> folder;
+  if (!plan.continue_in.empty()) folder = RunFolder::open_existing(plan.continue_in);
+  const std::optional<CheckpointInfo> from = checkpoint_to_continue(plan);
+  check_stop_at_step(request, steps, from);
+
+  std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
+  if (from) check_resumable(*from, config_json, task->identity(), folder ? &folder->log() : nullptr);
+  if (from) {
+    if (std::optional<nlohmann::json> results = finished_results(plan, *from, steps)) {
+      folder->log().info("run {} already finished at step {}; nothing to do (--resume never starts a new run)",
+                         plan.continue_in.string(), from->state.step);
+      if (request.print_table) std::cout << task->results_table(*results) << std::flush;
+      return {plan.continue_in.string(), from->dir.string(), 0, true, *results};
+    }
+  }
+  if (!folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
+  if (from && !plan.continue_in.empty()) folder->truncate_metrics_after(from->state.step);
+  folder->write_json("config.json", config_json);
+  auto& log = folder->log();
+
+  torch::manual_seed(static_cast<uint64_t>(config.seed));
+  Transformer model(config.model);
+  model->to(device);
+  log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
+           count_parameters(*model), task->describe(), device.str(), threads);
+  const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
+  const double peak_flops = measure_matmul_peak(device);
+  log_cost_plan(log, cost, peak_flops);
+
+  Trainer trainer(config, model, task->training_batches(), *folder, device);
+  trainer.set_flops(static_cast<double>(cost.flops.training_causal), peak_flops);
+  const FaultInjection fault =
+      request.inject_fault.empty() ? FaultInjection{} : FaultInjection::parse(request.inject_fault);
+  trainer.set_fault(fault);
+  Checkpointer checkpointer(folder->path() / "checkpoints", {config.train.checkpoint_every, config.train.keep_checkpoints},
+                            *model, trainer.optimizer(), config_json, log, from ? from->dir : fs::path());
+
+  TrainProgress start;
+  double initial_loss = 0.0;
+  if (from) {
+    load_model_weights(from->dir, *model);
+    load_optimizer_state(from->dir, *model, trainer.optimizer());
+    task->training_batches().restore(from->state.data);
+    trainer.spike_detector().restore(from->state.spike_detector);
+    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps, from->state.consecutive_skips};
+    initial_loss = from->state.initial_loss;
+    restore_global_rng(from->state.rng, device);  // last: nothing after it may draw random numbers
+    log.info("resuming from {} (step {} of {})", from->dir.string(), start.step, steps);
+  } else {
+    initial_loss = task->initial_loss(model);
+    if (request.resume == "auto") log.info("no checkpoint to resume: starting at step 0");
+  }
+
+  auto training_state = [&](const TrainProgress& progress) {
+    TrainingState state;
+    state.step = progress.step;
+    state.tokens_seen = progress.tokens_seen;
+    state.skipped_steps = progress.skipped_steps;
+    state.consecutive_skips = progress.consecutive_skips;
+    state.initial_loss = initial_loss;
+    state.data = task->training_batches().state();
+    state.data_identity = task->identity();
+    state.rng = capture_global_rng(device);
+    state.spike_detector = trainer.spike_detector().state();
+    return state;
+  };
+
+  int signal = 0;
+  bool stopped = false;
+  TrainSummary summary;
+  {
+    InterruptGuard interrupts;
+    TrainHooks hooks;
+    hooks.evaluate = [&](Transformer& m, int64_t) { return task->evaluate(m); };
+    hooks.after_step = [&](const TrainProgress& p) {
+      signal = interrupts.pending();
+      stopped = p.step == request.stop_at_step;
+      checkpointer.save(p.step, p.step == steps, [&] { return training_state(p); }, signal || stopped);
+      return !signal && !stopped;
+    };
+    hooks.on_abort = [&](const AbortedStep& step) {
+      const ForensicsBundle bundle{step.step,   step.lr,        step.message,
+                                   *step.micro_batches,         step.rng_before,
+                                   fault.kind == FaultInjection::Kind::kNone ? "" : fault.describe(),
+                                   checkpointer.last().string(), config_json};
+      const fs::path dir = write_forensics(folder->path(), bundle, *model, trainer.optimizer());
+      return "; forensics in " + dir.string() + " (replay: causal train --replay " + dir.string() + ")";
+    };
+    summary = trainer.run(start, hooks);
+  }
+  const TrainProgress& progress = summary.progress;
+  const std::string checkpoint = checkpointer.last().string();
+  if (signal) {
+    const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    log.warn("{} received: stopped after step {}; checkpoint {}", name, progress.step, checkpoint);
+    throw InterruptedRun(name + ": stopped after step " + std::to_string(progress.step) + ", checkpoint " +
+                             checkpoint + "; run the same command to continue",
+                         128 + signal);
+  }
+  if (stopped) {
+    log.info("stopped after step {} (--stop-at-step); checkpoint {}", progress.step, checkpoint);
+    return {folder->path().string(), checkpoint, progress.step, false, nlohmann::json::object()};
+  }
+
+  const nlohmann::json evaluation = task->evaluate(model);
+  const nlohmann::json results = final_results(initial_loss, evaluation, summary, *folder, checkpoint);
+  nlohmann::json eval_row = evaluation;
+  eval_row["kind"] = "eval";
+  eval_row["step"] = progress.step;
+  folder->append_metrics(eval_row);
+  folder->write_json("results.json", results);
+  log.info(
+      "trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
+      "{:.1f}% of it); results in {}",
+      progress.step, summary.seconds, summary.tokens_per_s,
+      summary.seconds > 0 ? 100.0 * summary.diagnostics_seconds / summary.seconds : 0.0,
+      (folder->path() / "results.json").string());
+  if (request.print_table) std::cout << task->results_table(results) << std::flush;
+  return {folder->path().string(), checkpoint, 0, false, results};
+}
+
+}  // namespace causal

@@ -1,0 +1,154 @@
+// The text language-modeling workload: token files cut into packed or padded rows, loss at every label
+// position (padding never in the denominator), scored by loss, perplexity and bits per byte on data.val.
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/errors.h"
+#include "data/text_batches.h"
+#include "data/token_file.h"
+#include "data/tokenizer.h"
+#include "task/task.h"
+#include "task/text_eval.h"
+
+namespace causal {
+namespace {
+
+// Relative data paths are read from the directory the run was trained in; say so when they do not resolve.
+TokenFile open_token_file(const std::string& path) {
+  if (std::filesystem::path(path).is_relative() && !std::filesystem::exists(path)) {
+    throw DataError("[data] " + path + " not found from " + std::filesystem::current_path().string() +
+                    "; relative data paths are read from the directory the run was trained in: run the "
+                    "command from there");
+  }
+  return TokenFile(path);
+}
+
+// A byte-tokenizer id as a short label: printable ASCII as itself, space "␣", newline "↵", tab "⇥",
+// other bytes "xHH", specials by name.
+std::string byte_token_label(int64_t id, const TokenizerInfo& info) {
+  if (id == info.bos_id) return "BOS";
+  if (id == info.eos_id) return "EOS";
+  if (id == info.pad_id) return "PAD";
+  if (id == ' ') return "\u2423";
+  if (id == '\n') return "\u21b5";
+  if (id == '\t') return "\u21e5";
+  if (id >= 33 && id < 127) return std::string(1, static_cast<char>(id));
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "x%02llX", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+// The first `t` positions of a one-row batch.
+Batch first_positions(const Batch& b, int64_t t) {
+  auto cut = [t](const at::Tensor& x) { return x.defined() ? x.slice(1, 0, t).contiguous() : x; };
+  return Batch{cut(b.tokens), cut(b.positions), cut(b.segment_ids), cut(b.key_valid), cut(b.labels)};
+}
+
+class TextTask : public Task {
+ public:
+  TextTask(const RunConfig& config, const c10::Device& device, TaskScope scope)
+      : config_(config), rows_(TextRowOptions::from(config.data)), device_(device) {
+    const DataConfig& data = config.data;
+    const int64_t input_vocab = config.model.inputs[0].vocab;
+    if (scope == TaskScope::kTraining) {
+      TokenFile train = open_token_file(data.train);
+      val_ = std::make_unique<TokenFile>(open_token_file(data.val));
+      check_same_tokenizer(val_->tokenizer(), data.val, train.tokenizer(), data.train);
+      check_model_vocab(train.header(), data.train, input_vocab, config.model.output_vocab);
+      source_ = std::make_unique<TextBatchSource>(std::move(train), rows_, config.train.batch_size,
+                                                  batch_seed(config.seed));
+    } else {
+      val_ = std::make_unique<TokenFile>(open_token_file(data.val));
+      check_model_vocab(val_->header(), data.val, input_vocab, config.model.output_vocab);
+    }
+  }
+
+  std::string describe() const override {
+    std::string text = source_ ? std::to_string(source_->file().num_tokens()) + " train / " : "";
+    return text + std::to_string(val_->num_tokens()) + " val tokens (" + val_->tokenizer().describe() +
+           "); loss at every label position, padding excluded";
+  }
+  nlohmann::json identity() const override {
+    const TokenFile& train = source().file();
+    return {{"tokenizer", train.tokenizer().name},
+            {"tokenizer_description", train.tokenizer().describe()},
+            {"train_tokens", train.num_tokens()},
+            {"train_documents", train.num_documents()}};
+  }
+  int64_t sequence_length() const override { return rows_.seq_len; }
+
+  BatchSource& training_batches() override { return source(); }
+  double initial_loss(Transformer& model) override {
+    return text_fixed_batch_loss(model, source().file(), rows_, config_.train.batch_size, device_);
+  }
+
+  nlohmann::json evaluate(Transformer& model) override {
+    return evaluate_text(model, *val_, rows_, config_.train.batch_size, device_).to_json("val_");
+  }
+  // The same figures without their "val_" prefix: the file name already says which split.
+  nlohmann::json checkpoint_figures(const nlohmann::json& evaluation) const override {
+    nlohmann::json figures = nlohmann::json::object();
+    for (const char* key : {"loss", "perplexity", "bits_per_byte", "tokens", "bytes"})
+      figures[key] = evaluation.at(std::string("val_") + key);
+    return figures;
+  }
+  std::string results_table(const nlohmann::json& results) const override { return format_text_table(results); }
+
+  std::vector<std::string> token_labels(const Batch& batch, int64_t row) const override {
+    const at::Tensor ids = batch.tokens[row].select(1, 0).to(at::kCPU, at::kLong).contiguous();  // (T)
+    std::vector<std::string> labels;
+    for (int64_t t = 0; t < ids.size(0); ++t)
+      labels.push_back(byte_token_label(ids[t].item<int64_t>(), val_->tokenizer()));
+    return labels;
+  }
+
+  ProbeSet probe_set(int64_t max_batches) const override {
+    ProbeSet set;
+    const TextEvalBatches batches(*val_, rows_, config_.train.batch_size);
+    for (int64_t i = 0; i < std::min(max_batches, batches.num_batches()); ++i)
+      set.batches.push_back(batches.batch(i));
+    if (set.batches.empty()) throw DataError("[data] " + config_.data.val + " has no rows to probe");
+    set.labels = token_labels(set.batches[0], 0);
+    return set;
+  }
+
+  TaskExample first_example(int64_t max_positions) const override {
+    const TextEvalBatches rows(*val_, rows_, /*batch_size=*/1);
+    if (rows.num_rows() == 0) throw DataError("[data] " + config_.data.val + " has no rows");
+    const Batch row = rows.batch(0);
+    const int64_t t = std::min<int64_t>(row.tokens.size(1), std::max<int64_t>(max_positions, 1));
+    TaskExample example;
+    example.batch = first_positions(row, t);
+    example.labels = token_labels(example.batch, 0);
+    example.description =
+        "first " + std::to_string(t) + " positions of the first validation row of " + config_.data.val;
+    const at::Tensor ids = example.batch.tokens[0].select(1, 0).contiguous();
+    for (int64_t i = 0; i < t; ++i) {
+      const int64_t id = ids[i].item<int64_t>();
+      if (id < 256) example.text += static_cast<char>(id);
+    }
+    return example;
+  }
+
+ private:
+  TextBatchSource& source() const {
+    TORCH_CHECK(source_, "[task] a text task opened for evaluation has no training data");
+    return *source_;
+  }
+
+  RunConfig config_;
+  TextRowOptions rows_;
+  std::unique_ptr<TokenFile> val_;
+  c10::Device device_;
+  std::unique_ptr<TextBatchSource> source_;  // kTraining only
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_text_task(const RunConfig& config, const c10::Device& device, TaskScope scope) {
+  return std::make_unique<TextTask>(config, device, scope);
+}
+
+}  // namespace causal

@@ -1,0 +1,95 @@
+// Checkpoint directories: complete or absent, verified by their manifest, LATEST always names a good one.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "support/scratch_dir.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "core/errors.h"
+
+using namespace causal;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path commit(const fs::path& root, int64_t step) {
+  return commit_checkpoint(root, step, [&](const fs::path& dir) {
+    std::ofstream(dir / "model.bin") << "weights at step " << step;
+    std::ofstream(dir / "state.json") << "{\"step\": " << step << "}";
+  });
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::string s;
+  in >> s;
+  return s;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("commit_checkpoint writes files, a manifest and LATEST", "[unit][checkpoint]") {
+  testing::ScratchDir root("checkpoint_dir");
+  const fs::path dir = commit(root.path, 7);
+  CATCH_CHECK(dir.filename() == "step_00000007");
+  CATCH_CHECK(read(root.path / "LATEST") == "step_00000007");
+  const nlohmann::json manifest = verify_checkpoint(dir);
+  CATCH_CHECK(manifest["step"] == 7);
+  CATCH_CHECK(manifest["files"].size() == 2);
+  CATCH_CHECK(manifest["files"]["model.bin"]["bytes"] == fs::file_size(dir / "model.bin"));
+  CATCH_CHECK_THROWS_AS(commit(root.path, 7), CheckpointError);  // never overwritten
+}
+
+// A flipped byte, a missing file or a missing manifest makes a checkpoint invalid; the newest valid
+// one is used instead.
+CATCH_TEST_CASE("damaged checkpoints are never loaded", "[unit][checkpoint]") {
+  testing::ScratchDir root("checkpoint_dir");
+  const fs::path first = commit(root.path, 1);
+  const fs::path second = commit(root.path, 2);
+  CATCH_REQUIRE(latest_valid_checkpoint(root.path) == second);
+  {
+    std::fstream f(second / "model.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0);
+    f.put('W');  // same size, different content: only the hash can tell
+  }
+  CATCH_CHECK_THROWS_WITH(verify_checkpoint(second), Catch::Matchers::Contains("sha256"));
+  CATCH_CHECK(latest_valid_checkpoint(root.path) == first);
+  fs::remove(first / "state.json");
+  CATCH_CHECK_THROWS_WITH(verify_checkpoint(first), Catch::Matchers::Contains("missing"));
+  CATCH_CHECK_FALSE(latest_valid_checkpoint(root.path).has_value());
+  fs::create_directories(root.path / "step_00000009");  // no manifest: incomplete
+  CATCH_CHECK_THROWS_WITH(verify_checkpoint(root.path / "step_00000009"),
+                          Catch::Matchers::Contains("manifest"));
+  CATCH_CHECK_FALSE(latest_valid_checkpoint(root.path).has_value());
+}
+
+// A failure while writing leaves no directory behind and LATEST on the previous checkpoint.
+CATCH_TEST_CASE("a failed commit leaves the previous checkpoint as LATEST", "[unit][checkpoint]") {
+  testing::ScratchDir root("checkpoint_dir");
+  commit(root.path, 3);
+  CATCH_CHECK_THROWS_AS(
+      commit_checkpoint(root.path, 4, [](const fs::path&) { throw std::runtime_error("disk full"); }),
+      CheckpointError);
+  CATCH_CHECK_FALSE(fs::exists(root.path / "step_00000004"));
+  CATCH_CHECK_FALSE(fs::exists(root.path / ".tmp-step_00000004"));
+  CATCH_CHECK(read(root.path / "LATEST") == "step_00000003");
+}
+
+CATCH_TEST_CASE("stale temporaries are removed and pruning keeps the newest", "[unit][checkpoint]") {
+  testing::ScratchDir root("checkpoint_dir");
+  for (int64_t s : {10, 20, 30, 40}) commit(root.path, s);
+  fs::create_directories(root.path / ".tmp-step_00000050");
+  remove_stale_temporaries(root.path);
+  CATCH_CHECK_FALSE(fs::exists(root.path / ".tmp-step_00000050"));
+  prune_checkpoints(root.path, 2);
+  CATCH_CHECK_FALSE(fs::exists(root.path / "step_00000010"));
+  CATCH_CHECK_FALSE(fs::exists(root.path / "step_00000020"));
+  CATCH_CHECK(fs::exists(root.path / "step_00000030"));
+  CATCH_CHECK(fs::exists(root.path / "step_00000040"));
+  // If the newest directories are damaged, the newest complete one survives pruning.
+  fs::remove(root.path / "step_00000040" / "manifest.json");
+  fs::remove(root.path / "step_00000030" / "manifest.json");
+  commit(root.path, 5);  // older step, but the only complete one
+  prune_checkpoints(root.path, 1);
+  CATCH_CHECK(fs::exists(root.path / "step_00000005"));
+}

@@ -1,0 +1,136 @@
+// The `causal` binary as a user meets it: help, exit codes, one-line errors, run folders never overwritten.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "support/cli.h"
+
+using namespace causal::testing;
+namespace fs = std::filesystem;
+
+CATCH_TEST_CASE("causal --help names the commands and exits 0", "[unit][cli]") {
+  Result r = run_causal("--help");
+  CATCH_CHECK(r.code == 0);
+  CATCH_CHECK_THAT(r.out, Catch::Matchers::Contains("train") && Catch::Matchers::Contains("inspect"));
+  Result t = run_causal("train --help");
+  CATCH_CHECK(t.code == 0);
+  CATCH_CHECK_THAT(t.out, Catch::Matchers::Contains("--set") && Catch::Matchers::Contains("--print-config"));
+  Result i = run_causal("inspect --help");
+  CATCH_CHECK(i.code == 0);
+  CATCH_CHECK_THAT(i.out, Catch::Matchers::Contains("--context") && Catch::Matchers::Contains("--dtype"));
+}
+
+CATCH_TEST_CASE("usage errors exit 2", "[unit][cli]") {
+  CATCH_CHECK(run_causal("").code == 2);
+  CATCH_CHECK(run_causal("train").code == 2);  // --config is required
+  CATCH_CHECK(run_causal("frobnicate").code == 2);
+}
+
+CATCH_TEST_CASE("config errors exit 2 with one line naming the file and key", "[unit][cli]") {
+  Result missing = run_causal("train --config configs/does-not-exist.json");
+  CATCH_CHECK(missing.code == 2);
+  CATCH_CHECK_THAT(missing.err, Catch::Matchers::Contains("configs/does-not-exist.json"));
+  CATCH_CHECK(line_count(missing.err) == 1);
+
+  Result bad = run_causal("train --config configs/retrieval.json --set model.d_model=30");
+  CATCH_CHECK(bad.code == 2);
+  CATCH_CHECK_THAT(bad.err, Catch::Matchers::Contains("model.d_model"));
+  CATCH_CHECK(line_count(bad.err) == 1);
+
+  Result typo = run_causal("train --config configs/retrieval.json --set model.d_modle=64");
+  CATCH_CHECK(typo.code == 2);
+  CATCH_CHECK_THAT(typo.err, Catch::Matchers::Contains("d_model"));
+}
+
+CATCH_TEST_CASE("train --print-config prints the resolved config and trains nothing", "[unit][cli]") {
+  Result r = run_causal("train --config configs/retrieval.json --print-config --set model.d_model=64");
+  CATCH_REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CATCH_CHECK(j["model"]["d_model"] == 64);
+  CATCH_CHECK(j["model"]["n_kv_heads"] == 4);  // resolved from n_heads
+  CATCH_CHECK(j["train"]["steps"] == 320);
+}
+
+CATCH_TEST_CASE("inspect --json reports the documented KV-cache example", "[unit][cli]") {
+  const fs::path dir = scratch("inspect");
+  fs::create_directories(dir);
+  std::ofstream(dir / "m.json") << R"({"model": {"d_model": 4096, "n_layers": 32, "n_heads": 32,
+      "n_kv_heads": 8, "max_seq_len": 4096}})";
+  Result r =
+      run_causal("inspect --config " + (dir / "m.json").string() + " --context 4096 --dtype bf16 --json");
+  CATCH_REQUIRE(r.code == 0);
+  CATCH_CHECK_THAT(r.out, Catch::Matchers::Contains("536870912"));
+  fs::remove_all(dir);
+}
+
+// A finished run folder is never written into again: running the same command reports the finished
+// run, and --resume never refuses the folder before touching it.
+CATCH_TEST_CASE("train writes a run folder and never overwrites it", "[unit][cli]") {
+  const fs::path dir = scratch("run");
+  const std::string args =
+      "train --config configs/retrieval.json --set train.steps=3 --set train.log_every=1 --run-dir " +
+      dir.string();
+  Result first = run_causal(args);
+  CATCH_REQUIRE(first.code == 0);
+  CATCH_CHECK_THAT(first.out, Catch::Matchers::Contains("test accuracy"));
+  const std::string results = slurp(dir / "results.json");
+  const std::string metrics = slurp(dir / "metrics.jsonl");
+  CATCH_CHECK(nlohmann::json::parse(results)["steps"] == 3);
+  CATCH_CHECK(line_count(metrics) == 4);  // 3 train rows + the final eval row
+  Result again = run_causal(args);
+  CATCH_CHECK(again.code == 0);
+  CATCH_CHECK_THAT(again.err, Catch::Matchers::Contains("already finished"));
+  Result never = run_causal(args + " --resume never");
+  CATCH_CHECK(never.code == 2);
+  CATCH_CHECK_THAT(never.err, Catch::Matchers::Contains(dir.string()));
+  CATCH_CHECK(slurp(dir / "results.json") == results);
+  CATCH_CHECK(slurp(dir / "metrics.jsonl") == metrics);
+  fs::remove_all(dir);
+}
+
+// The help a user reads points only at documents the repository has.
+CATCH_TEST_CASE("--help of every command points only at docs that exist", "[unit][cli]") {
+  const std::regex doc(R"(docs/[a-z-]+\.md)");
+  for (const char* command : {"", "train", "inspect", "eval", "generate", "report", "data", "data encode",
+                              "data inspect"}) {
+    const Result r = run_causal(std::string(command) + " --help");
+    CATCH_INFO("causal " << command << " --help");
+    CATCH_CHECK(r.code == 0);
+    CATCH_CHECK_THAT(r.out, !Catch::Matchers::Contains("the seed") && !Catch::Matchers::Contains("seed's") &&
+                                !Catch::Matchers::Contains("SPEC"));
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), doc), end; it != end; ++it) {
+      CATCH_INFO(it->str());
+      CATCH_CHECK(fs::exists(fs::path(CAUSAL_SOURCE_DIR) / it->str()));
+    }
+  }
+}
+
+// Parse errors read like every other error: one line, "causal: error:", exit 2, and where to read on.
+CATCH_TEST_CASE("command-line parse errors are one line naming the help to read", "[unit][cli]") {
+  for (const char* args : {"frobnicate", "train --bogus", "generate --run x --prompt a --top-k -3",
+                           "eval --run x --split train"}) {
+    const Result r = run_causal(args);
+    CATCH_INFO(args << " -> " << r.err);
+    CATCH_CHECK(r.code == 2);
+    CATCH_CHECK(line_count(r.err) == 1);
+    CATCH_CHECK(r.err.rfind("causal: error: ", 0) == 0);
+    CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains("--help"));
+  }
+}
+
+// One check, one exit code: --val-out without --val-fraction is the encoder's data error (exit 3).
+CATCH_TEST_CASE("data encode refuses --val-out without --val-fraction once, with exit 3", "[unit][cli]") {
+  const fs::path dir = scratch("encode_split");
+  fs::create_directories(dir);
+  std::ofstream(dir / "a.txt") << "some text";
+  const Result r = run_causal("data encode --input " + (dir / "a.txt").string() + " --out " +
+                              (dir / "a.tok").string() + " --val-out " + (dir / "v.tok").string());
+  CATCH_CHECK(r.code == 3);
+  CATCH_CHECK(line_count(r.err) == 1);
+  CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains("--val-fraction"));
+  CATCH_CHECK(!fs::exists(dir / "a.tok"));
+  fs::remove_all(dir);
+}

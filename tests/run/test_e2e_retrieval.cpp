@@ -1,0 +1,46 @@
+// End to end: the lab config trains to the lab's thresholds (docs/retrieval-lab.md) for five different seeds.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "config/config_io.h"
+#include "run/train_run.h"
+
+using namespace causal;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("causal_e2e_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+}  // namespace
+
+// The lab's checks: test loss < 0.25 x initial loss, accuracy > 0.90, no-context accuracy < 0.25,
+// intervention accuracy > 0.85 and a causality difference of exactly 0, each for 5 seeds.
+CATCH_TEST_CASE("configs/retrieval.json passes the lab's checks for 5 seeds", "[e2e][retrieval]") {
+  for (int seed : {12, 1, 2, 3, 4}) {
+    CATCH_SECTION("seed " + std::to_string(seed)) {
+      RunConfig config = load_config(std::string(CAUSAL_SOURCE_DIR) + "/configs/retrieval.json",
+                                     {"seed=" + std::to_string(seed)});
+      fs::path dir = fresh_dir("retrieval_" + std::to_string(seed));
+      nlohmann::json r = train_run(config, TrainRequest{dir.string(), "", false}).results;
+      CATCH_INFO(r.dump());
+      CATCH_CHECK(r["test_loss"].get<double>() < 0.25 * r["initial_loss"].get<double>());
+      CATCH_CHECK(r["test_accuracy"].get<double>() > 0.90);
+      CATCH_CHECK(r["no_context_accuracy"].get<double>() < 0.25);
+      CATCH_CHECK(r["intervention_accuracy"].get<double>() > 0.85);
+      CATCH_CHECK(r["causality_max_diff"].get<double>() == 0.0);
+      // The run folder holds what docs/run-folder.md promises.
+      for (const char* f : {"config.json", "log.txt", "metrics.jsonl", "results.json"}) {
+        CATCH_CHECK(fs::exists(dir / f));
+      }
+      fs::remove_all(dir);
+    }
+  }
+}

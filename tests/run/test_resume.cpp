@@ -1,0 +1,200 @@
+// Bit-exact resume: "N steps straight" equals "k steps, stop, resume, N-k steps" (and a run stopped
+// twice) for retrieval and text, dropout on and off: the same per-step losses, gradient norms and eval
+// figures in metrics.jsonl, and the same final weights and optimizer state, tensor by tensor.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/config_io.h"
+#include "support/byte_docs.h"
+#include "support/scratch_dir.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "core/errors.h"
+#include "run/run_folder.h"
+#include "io/safetensors.h"
+#include "run/train_run.h"
+
+using namespace causal;
+namespace fs = std::filesystem;
+
+namespace {
+
+RunConfig retrieval_config(double dropout) {
+  return load_config(std::string(CAUSAL_SOURCE_DIR) + "/configs/retrieval.json",
+                     {"train.steps=24", "train.log_every=1", "train.eval_every=10", "threads=1",
+                      "model.dropout=" + std::to_string(dropout)});
+}
+
+// A small corpus of varied documents, some longer than a row (split into pieces).
+RunConfig text_config(const fs::path& dir, double dropout) {
+  std::vector<std::string> docs;
+  for (int i = 0; i < 40; ++i) {
+    std::string doc;
+    for (int j = 0; j < 3 + (i * 7) % 23; ++j) doc += "word" + std::to_string((i * 31 + j * 17) % 97) + " ";
+    docs.push_back(doc);
+  }
+  testing::write_byte_docs((dir / "train.tok").string(), docs);
+  testing::write_byte_docs((dir / "val.tok").string(), {docs.begin(), docs.begin() + 8});
+  const std::string json = R"({"name": "resume-text", "seed": 5, "threads": 1,
+    "model": {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259, "d_model": 32,
+              "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn": "swiglu", "norm": "rmsnorm",
+              "position": "rope", "max_seq_len": 32, "bias": false, "tie_embeddings": true,
+              "dropout": )" +
+                           std::to_string(dropout) + R"(},
+    "data": {"kind": "text", "train": ")" +
+                           (dir / "train.tok").string() + R"(", "val": ")" + (dir / "val.tok").string() +
+                           R"(", "seq_len": 32},
+    "train": {"steps": 16, "batch_size": 3, "grad_accum": 2, "log_every": 1, "eval_every": 5,
+              "optimizer": {"lr": 0.003}, "schedule": {"kind": "cosine", "warmup_steps": 3}}})";
+  return parse_config_text(json, "text test config");
+}
+
+TrainOutcome run(const RunConfig& config, const fs::path& dir, int64_t stop_at = 0,
+                   const std::string& resume = "auto") {
+  TrainRequest request;
+  request.run_dir = dir.string();
+  request.print_table = false;
+  request.stop_at_step = stop_at;
+  request.resume = resume;
+  return train_run(config, request);
+}
+
+// metrics.jsonl without the wall-clock and memory fields, which legitimately differ between processes.
+std::vector<nlohmann::json> metrics(const fs::path& dir) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(dir / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json row = nlohmann::json::parse(line);
+    for (const char* clock : {"tokens_per_s", "elapsed", "mfu", "peak_rss_mib"}) row.erase(clock);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// First difference between two sets of tensors ("" if none), compared by content.
+std::string tensor_difference(const fs::path& a, const fs::path& b) {
+  const NamedTensors x = load_safetensors(a.string()), y = load_safetensors(b.string());
+  if (x.size() != y.size())
+    return "tensor count " + std::to_string(x.size()) + " vs " + std::to_string(y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i].first != y[i].first) return "name " + x[i].first + " vs " + y[i].first;
+    if (!torch::equal(x[i].second, y[i].second)) return "values of " + x[i].first;
+  }
+  return "";
+}
+
+std::string first_metrics_difference(const std::vector<nlohmann::json>& a,
+                                     const std::vector<nlohmann::json>& b) {
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i] != b[i]) return "row " + std::to_string(i) + ": " + a[i].dump() + " vs " + b[i].dump();
+  }
+  return a.size() == b.size() ? ""
+                              : "row counts " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+}
+
+// Runs `config` straight, then once per schedule of stops (each a list of --stop-at-step values) and
+// requires identical metrics and final tensors.
+void check_resume_is_exact(const RunConfig& config, const std::vector<std::vector<int64_t>>& schedules,
+                           const fs::path& root) {
+  const fs::path straight = root / "straight";
+  run(config, straight);
+  const std::string last = checkpoint_name(config.train.steps);
+  for (const auto& stops : schedules) {
+    std::string name = "stopped";
+    for (int64_t k : stops) name += "_" + std::to_string(k);
+    CATCH_INFO((config.data.kind == DataKind::kText ? "text" : "retrieval"));
+    CATCH_INFO("dropout " << config.model.dropout << ", " << name);
+    const fs::path dir = root / name;
+    for (int64_t k : stops) CATCH_CHECK(run(config, dir, k).stopped_at_step == k);
+    const nlohmann::json results = run(config, dir).results;
+    CATCH_CHECK(results["steps"] == config.train.steps);
+    CATCH_CHECK(first_metrics_difference(metrics(straight), metrics(dir)) == "");
+    CATCH_CHECK(tensor_difference(straight / "checkpoints" / last / "model.safetensors",
+                                  dir / "checkpoints" / last / "model.safetensors") == "");
+    CATCH_CHECK(tensor_difference(straight / "checkpoints" / last / "optimizer.safetensors",
+                                  dir / "checkpoints" / last / "optimizer.safetensors") == "");
+  }
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("resume is bit-exact for retrieval runs, dropout off and on", "[e2e][resume]") {
+  for (double dropout : {0.0, 0.1}) {
+    testing::ScratchDir scratch("resume_retrieval_" + std::to_string(static_cast<int>(dropout * 10)));
+    check_resume_is_exact(retrieval_config(dropout), {{1}, {12}, {23}, {8, 16}}, scratch.path);
+  }
+}
+
+CATCH_TEST_CASE("resume is bit-exact for text runs with accumulation, dropout off and on", "[e2e][resume]") {
+  for (double dropout : {0.0, 0.1}) {
+    testing::ScratchDir scratch("resume_text_" + std::to_string(static_cast<int>(dropout * 10)));
+    check_resume_is_exact(text_config(scratch.path, dropout), {{1}, {7}, {15}, {5, 11}}, scratch.path);
+  }
+}
+
+CATCH_TEST_CASE("resume refuses another model or data config, listing every field, before reading tensors",
+                "[e2e][resume]") {
+  testing::ScratchDir scratch("resume_mismatch");
+  const RunConfig config = retrieval_config(0.0);
+  const fs::path dir = scratch.path / "run";
+  run(config, dir, 5);
+  const auto before = metrics(dir);
+  RunConfig other = config;
+  apply_override(other, "model.d_model=64");
+  apply_override(other, "data.pairs=3");
+  resolve(other);
+  CATCH_CHECK_THROWS_WITH(run(other, dir),
+                          Catch::Matchers::Contains("model.d_model: checkpoint 32, requested 64") &&
+                              Catch::Matchers::Contains("data.pairs"));
+  CATCH_CHECK(metrics(dir) == before);
+  // Changing only how long to train is allowed and continues the run.
+  RunConfig longer = config;
+  apply_override(longer, "train.steps=30");
+  CATCH_CHECK(run(longer, dir).results["steps"] == 30);
+}
+
+CATCH_TEST_CASE("resume PATH forks into a new folder and never overwrites newer checkpoints",
+                "[e2e][resume]") {
+  testing::ScratchDir scratch("resume_fork");
+  const RunConfig config = retrieval_config(0.1);
+  const fs::path a = scratch.path / "a", b = scratch.path / "b";
+  run(config, a, 6);
+  run(config, a, 12);
+  const fs::path early = a / "checkpoints" / checkpoint_name(6);
+  // Continuing a's step-6 checkpoint inside a would write over its step-12 future.
+  CATCH_CHECK_THROWS_AS(run(config, fs::path(), 0, early.string()), CheckpointError);
+  run(config, b, 0, early.string());
+  run(config, a);
+  CATCH_CHECK(first_metrics_difference(metrics(a), metrics(b)).find("row 0") == 0);  // b starts at step 7
+  const std::string last = checkpoint_name(config.train.steps);
+  CATCH_CHECK(tensor_difference(a / "checkpoints" / last / "model.safetensors",
+                                b / "checkpoints" / last / "model.safetensors") == "");
+}
+
+CATCH_TEST_CASE("checkpoints are pruned to keep_checkpoints and auto continues only unfinished runs",
+                "[e2e][resume]") {
+  testing::ScratchDir scratch("resume_prune");
+  RunConfig config = retrieval_config(0.0);
+  apply_override(config, "train.checkpoint_every=4");
+  apply_override(config, "train.keep_checkpoints=2");
+  TrainRequest request;
+  request.runs_root = scratch.path.string();
+  request.print_table = false;
+  request.stop_at_step = 10;
+  CATCH_CHECK(train_run(config, request).run_dir == (scratch.path / config.name).string());
+  request.stop_at_step = 0;
+  const TrainOutcome finished = train_run(config, request);  // auto: the unfinished run of that name
+  CATCH_CHECK(finished.run_dir == (scratch.path / config.name).string());
+  std::vector<std::string> kept;
+  for (const auto& e : fs::directory_iterator(scratch.path / config.name / "checkpoints"))
+    kept.push_back(e.path().filename().string());
+  std::sort(kept.begin(), kept.end());
+  CATCH_CHECK(kept == std::vector<std::string>{"LATEST", checkpoint_name(20), checkpoint_name(24)});
+  // A finished run is kept as it is; the next one gets a folder of its own.
+  CATCH_CHECK(train_run(config, request).run_dir == (scratch.path / (config.name + "-2")).string());
+}

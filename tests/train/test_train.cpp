@@ -1,0 +1,165 @@
+// Contracts of the training loop's pieces: the LR schedule, gradient accumulation and the pre-clip norm.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "config/config.h"
+#include "task/objective.h"
+#include "model/transformer.h"
+#include "train/lr_schedule.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"
+
+using namespace causal;
+using Catch::Detail::Approx;
+
+namespace {
+
+TrainConfig schedule(ScheduleKind kind, int64_t steps, int64_t warmup) {
+  TrainConfig t;
+  t.steps = steps;
+  t.optimizer.lr = 1.0;
+  t.schedule.kind = kind;
+  t.schedule.warmup_steps = warmup;
+  t.schedule.min_lr_ratio = 0.1;
+  t.schedule.decay_fraction = 0.2;
+  return t;
+}
+
+ModelConfig tiny_text_model() {
+  ModelConfig m;
+  m.inputs = {InputField{"token", 11}};
+  m.output_vocab = 11;
+  m.d_model = 16;
+  m.n_layers = 2;
+  m.n_heads = 2;
+  m.n_kv_heads = 2;
+  m.ffn_hidden = 32;
+  m.max_seq_len = 8;
+  return m;
+}
+
+// A batch of random tokens whose labels are partly ignored: `valid` label positions per row.
+Batch random_batch(int64_t rows, int64_t t, int64_t valid) {
+  Batch b;
+  b.tokens = torch::randint(11, {rows, t, 1}, torch::kLong);
+  b.positions = torch::arange(t, torch::kLong).unsqueeze(0).expand({rows, t}).contiguous();
+  b.labels = torch::randint(11, {rows, t}, torch::kLong);
+  b.labels.slice(1, valid, t).fill_(kIgnoreLabel);
+  return b;
+}
+
+Batch concat(const Batch& a, const Batch& b) {
+  return Batch{torch::cat({a.tokens, b.tokens}), torch::cat({a.positions, b.positions}), at::Tensor(),
+               at::Tensor(), torch::cat({a.labels, b.labels})};
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("lr_at: warmup ramps to the peak and decays reach the floor at the last step",
+                "[unit][train]") {
+  for (ScheduleKind kind : {ScheduleKind::kLinear, ScheduleKind::kCosine, ScheduleKind::kWsd}) {
+    TrainConfig t = schedule(kind, 100, 10);
+    CATCH_CHECK(lr_at(t, 0) == Approx(0.1));
+    CATCH_CHECK(lr_at(t, 9) == Approx(1.0));  // last warmup step is at the peak
+    CATCH_CHECK(lr_at(t, 10) == Approx(1.0).epsilon(0.02));
+    CATCH_CHECK(lr_at(t, 99) == Approx(0.1));  // floor = lr * min_lr_ratio at the final step
+    for (int64_t s = 10; s < 99; ++s) CATCH_CHECK(lr_at(t, s + 1) <= lr_at(t, s) + 1e-12);  // never rises
+  }
+  TrainConfig c = schedule(ScheduleKind::kConstant, 50, 5);
+  CATCH_CHECK(lr_at(c, 2) == Approx(0.6));
+  CATCH_CHECK(lr_at(c, 49) == Approx(1.0));
+  TrainConfig cos = schedule(ScheduleKind::kCosine, 101, 0);
+  CATCH_CHECK(lr_at(cos, 50) == Approx(0.55));  // half way: (peak + floor) / 2
+  TrainConfig lin = schedule(ScheduleKind::kLinear, 101, 0);
+  CATCH_CHECK(lr_at(lin, 50) == Approx(0.55));
+}
+
+CATCH_TEST_CASE("lr_at: wsd holds the peak, then decays over the final fraction", "[unit][train]") {
+  TrainConfig t = schedule(ScheduleKind::kWsd, 110, 10);  // 100 post-warmup steps, the last 20 decay
+  CATCH_CHECK(lr_at(t, 89) == Approx(1.0));
+  CATCH_CHECK(lr_at(t, 90) < 1.0);
+  CATCH_CHECK(lr_at(t, 109) == Approx(0.1));
+}
+
+// Accumulating k micro-batches equals one batch holding all rows, loss and every gradient, even when the
+// micro-batches hold different numbers of valid labels (a mean of means would differ).
+CATCH_TEST_CASE("gradient accumulation equals one big batch", "[contract][train]") {
+  torch::manual_seed(3);
+  Transformer model(tiny_text_model());
+  Batch a = random_batch(2, 8, 2), b = random_batch(3, 8, 7);
+  StepGradients big = accumulate_gradients(model, {concat(a, b)}, false);
+  std::vector<torch::Tensor> big_grads;
+  for (auto& p : model->parameters()) big_grads.push_back(p.grad().clone());
+  StepGradients accumulated = accumulate_gradients(model, {a, b}, false);
+  CATCH_CHECK(big.valid_tokens == 2 * 2 + 3 * 7);
+  CATCH_CHECK(accumulated.valid_tokens == big.valid_tokens);
+  CATCH_CHECK(accumulated.loss == Approx(big.loss).epsilon(1e-6));
+  size_t i = 0;
+  for (auto& p : model->parameters()) {
+    CATCH_CHECK(torch::allclose(p.grad(), big_grads[i++], 1e-5, 1e-7));
+  }
+  // Guard: a mean of per-micro-batch means is measurably different here.
+  torch::NoGradGuard no_grad;
+  auto mean_loss = [&](const Batch& x) {
+    return (loss_sum(model->forward(model_inputs(x)).logits, x.labels) / x.valid_tokens()).item<double>();
+  };
+  const double mean_of_means = (mean_loss(a) + mean_loss(b)) / 2;
+  CATCH_CHECK(std::abs(mean_of_means - big.loss) > 1e-3);
+}
+
+// A step whose labels are all ignored gives loss 0 and zero gradients, never NaN.
+CATCH_TEST_CASE("a step without valid tokens has zero loss and finite gradients", "[contract][train]") {
+  torch::manual_seed(4);
+  Transformer model(tiny_text_model());
+  StepGradients g = accumulate_gradients(model, {random_batch(2, 8, 0)}, true);
+  CATCH_CHECK(g.valid_tokens == 0);
+  CATCH_CHECK(g.loss == 0.0);
+  for (auto& p : model->parameters()) {
+    if (p.grad().defined()) CATCH_CHECK(p.grad().abs().max().item<double>() == 0.0);
+  }
+}
+
+// The logged grad norm is the global L2 norm before clipping, computed here independently in double.
+CATCH_TEST_CASE("clip_gradients returns the pre-clip global norm and clips to max_norm",
+                "[contract][train]") {
+  torch::manual_seed(5);
+  Transformer model(tiny_text_model());
+  accumulate_gradients(model, {random_batch(4, 8, 8)}, false);
+  double sum_sq = 0;
+  for (auto& p : model->parameters()) sum_sq += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
+  const double expected = std::sqrt(sum_sq);
+  const double max_norm = expected / 4;  // well below the norm, so clipping must act
+  const double reported = clip_gradients(*model, max_norm);
+  CATCH_CHECK(reported == Approx(expected).epsilon(1e-5));
+  double after = 0;
+  for (auto& p : model->parameters()) after += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
+  CATCH_CHECK(std::sqrt(after) == Approx(max_norm).epsilon(1e-4));
+  // max_norm 0 means "no clipping": the norm is reported and gradients stay as they are.
+  const double unclipped = clip_gradients(*model, 0.0);
+  CATCH_CHECK(unclipped == Approx(max_norm).epsilon(1e-4));
+}
+
+// Norm weights, biases and embeddings are left undecayed unless the switch asks otherwise.
+CATCH_TEST_CASE("AdamW groups put norms, biases and embeddings out of weight decay", "[unit][train]") {
+  CATCH_CHECK(is_no_decay_parameter("embed.token.weight"));
+  CATCH_CHECK(is_no_decay_parameter("pos_embed.weight"));
+  CATCH_CHECK(is_no_decay_parameter("blocks.0.attn_norm.weight"));
+  CATCH_CHECK(is_no_decay_parameter("blocks.0.attn.q_proj.bias"));
+  CATCH_CHECK(is_no_decay_parameter("final_norm.weight"));
+  CATCH_CHECK_FALSE(is_no_decay_parameter("blocks.0.attn.q_proj.weight"));
+  CATCH_CHECK_FALSE(is_no_decay_parameter("head.weight"));
+  torch::manual_seed(6);
+  Transformer model(tiny_text_model());
+  OptimizerConfig o;
+  o.weight_decay = 0.5;
+  auto opt = make_adamw(*model, o);
+  CATCH_REQUIRE(opt->param_groups().size() == 2);
+  auto& decayed = static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[0].options());
+  auto& kept = static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[1].options());
+  CATCH_CHECK(decayed.weight_decay() == 0.5);
+  CATCH_CHECK(kept.weight_decay() == 0.0);
+  CATCH_CHECK(opt->param_groups()[0].params().size() + opt->param_groups()[1].params().size() ==
+              model->parameters().size());
+}
