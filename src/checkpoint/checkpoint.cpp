@@ -14,10 +14,10 @@
 #include <sstream>
 #include <type_traits>
 
-#include "core/rng_state.h"
 #include "checkpoint/checkpoint_dir.h"
-#include "io/atomic_file.h"
 #include "core/errors.h"
+#include "core/rng_state.h"
+#include "io/atomic_file.h"
 #include "io/safetensors.h"
 
 namespace causal {

@@ -102,7 +102,8 @@ nlohmann::json verify_checkpoint(const fs::path& dir) {
         throw CheckpointError(where + name + " has " + std::to_string(fs::file_size(file)) +
                               " bytes, the manifest says " + std::to_string(bytes));
       }
-      if (io_as<CheckpointError>([&] { return sha256_file(file.string()); }) != entry.at("sha256").get<std::string>()) {
+      if (io_as<CheckpointError>([&] { return sha256_file(file.string()); }) !=
+          entry.at("sha256").get<std::string>()) {
         throw CheckpointError(where + name + " does not match its sha256 in the manifest (corrupted)");
       }
     }

@@ -21,8 +21,8 @@ bool all_finite(torch::nn::Module& model) {
 }  // namespace
 
 Checkpointer::Checkpointer(std::filesystem::path root, CheckpointerOptions options, torch::nn::Module& model,
-                           const torch::optim::Optimizer& optimizer, nlohmann::json config, spdlog::logger& log,
-                           std::filesystem::path last)
+                           const torch::optim::Optimizer& optimizer, nlohmann::json config,
+                           spdlog::logger& log, std::filesystem::path last)
     : root_(std::move(root)),
       options_(options),
       model_(model),
@@ -31,7 +31,8 @@ Checkpointer::Checkpointer(std::filesystem::path root, CheckpointerOptions optio
       log_(log),
       last_(std::move(last)) {}
 
-bool Checkpointer::save(int64_t step, bool last_step, const std::function<TrainingState()>& state, bool force) {
+bool Checkpointer::save(int64_t step, bool last_step, const std::function<TrainingState()>& state,
+                        bool force) {
   const bool periodic = options_.every > 0 && step % options_.every == 0;
   if (!periodic && !last_step && !force) return false;
   if (!all_finite(model_)) {

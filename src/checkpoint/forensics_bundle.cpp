@@ -65,7 +65,8 @@ fs::path write_forensics(const fs::path& run_dir, const ForensicsBundle& bundle,
                                 {"last_checkpoint", bundle.last_checkpoint}};
   const fs::path root = run_dir / "forensics";
   fs::create_directories(root);
-  fs::remove_all(root / checkpoint_name(bundle.step));  // a replayed abort of the same step replaces its bundle
+  fs::remove_all(root /
+                 checkpoint_name(bundle.step));  // a replayed abort of the same step replaces its bundle
   return commit_checkpoint(root, bundle.step, [&](const fs::path& dir) {
     save_safetensors((dir / "batch.safetensors").string(), batch);
     write_training_tensors(dir, model, optimizer, bundle.step - 1);
@@ -87,15 +88,16 @@ ForensicsBundle read_forensics(const fs::path& dir) {
     bundle.fault = state.at("fault").get<std::string>();
     bundle.last_checkpoint = state.at("last_checkpoint").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError("[forensics] " + (dir / "state.json").string() + ": missing or mistyped field: " +
-                          e.what());
+    throw CheckpointError("[forensics] " + (dir / "state.json").string() +
+                          ": missing or mistyped field: " + e.what());
   }
   bundle.config = read_json(dir / "config.json");
   for (auto& [name, tensor] : load_safetensors((dir / "batch.safetensors").string())) {
     const int64_t index = micro_batch_index(name);
-    at::Tensor* slot = index >= 0 && index < static_cast<int64_t>(bundle.micro_batches.size())
-                           ? field(bundle.micro_batches[static_cast<size_t>(index)], name.substr(name.find('.') + 1))
-                           : nullptr;
+    at::Tensor* slot =
+        index >= 0 && index < static_cast<int64_t>(bundle.micro_batches.size())
+            ? field(bundle.micro_batches[static_cast<size_t>(index)], name.substr(name.find('.') + 1))
+            : nullptr;
     if (slot == nullptr)
       throw CheckpointError("[forensics] unexpected tensor " + name + " in batch.safetensors");
     *slot = tensor;

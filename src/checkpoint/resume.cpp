@@ -61,7 +61,8 @@ std::optional<CheckpointInfo> checkpoint_to_continue(const StartPlan& plan) {
 
 void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested_config,
                      const nlohmann::json& identity, spdlog::logger* log) {
-  std::vector<std::string> errors = config_differences(from.config, requested_config, {"model", "data", "seed"});
+  std::vector<std::string> errors =
+      config_differences(from.config, requested_config, {"model", "data", "seed"});
   if (from.state.data_identity != identity) {
     errors.push_back("training data: checkpoint " + from.state.data_identity.dump() + ", now " +
                      identity.dump());

@@ -29,8 +29,8 @@ int run_eval(const EvalRequest& request) {
 int run_generate(const GenerateRequest& request) {
   const GenerateResult result = generate_text(request);
   std::cout << request.prompt << result.text << "\n";
-  std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n", result.generated_ids.size(),
-               static_cast<long long>(result.step), result.stop_reason.c_str());
+  std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n",
+               result.generated_ids.size(), static_cast<long long>(result.step), result.stop_reason.c_str());
   if (request.verify_cache) std::printf("verify-cache max_abs_diff=%.9g\n", result.max_abs_diff);
   return kExitOk;
 }

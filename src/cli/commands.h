@@ -12,8 +12,8 @@ class App;
 namespace causal::cli {
 
 struct Command {
-  CLI::App* app = nullptr;     // the subcommand, to ask whether it was parsed
-  std::function<int()> run;    // the exit code; library errors propagate to main
+  CLI::App* app = nullptr;   // the subcommand, to ask whether it was parsed
+  std::function<int()> run;  // the exit code; library errors propagate to main
 };
 
 Command add_train_command(CLI::App& app);

@@ -10,7 +10,8 @@
 namespace causal::cli {
 
 Command add_data_command(CLI::App& app) {
-  CLI::App* data = app.add_subcommand("data", "Prepare text data: encode text files into token files, inspect them");
+  CLI::App* data =
+      app.add_subcommand("data", "Prepare text data: encode text files into token files, inspect them");
   data->require_subcommand(1);
 
   auto options = std::make_shared<EncodeOptions>();
@@ -31,8 +32,8 @@ Command add_data_command(CLI::App& app) {
                      "Split inputs into documents at this string (escapes \\n \\t \\r \\\\ allowed)");
 
   auto tok_path = std::make_shared<std::string>();
-  CLI::App* inspect =
-      data->add_subcommand("inspect", "Header, document count and document length statistics of a token file");
+  CLI::App* inspect = data->add_subcommand(
+      "inspect", "Header, document count and document length statistics of a token file");
   inspect->add_option("file", *tok_path, "Token file (.tok)")->required();
 
   return {data, [=] {

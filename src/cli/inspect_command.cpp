@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/errors.h"
 #include "config/config_io.h"
+#include "core/errors.h"
 #include "model/cost_model.h"
 
 namespace causal::cli {
@@ -38,13 +38,17 @@ Command add_inspect_command(CLI::App& app) {
       "inspect",
       "Parameters per component, FLOPs per token, KV-cache bytes and a memory plan for a model config "
       "(only its `model` section is needed), by the formulas in docs/background.md; nothing is allocated.");
-  CLI::Option* config =
-      inspect->add_option("--config", flags->config, "Config file; a file with only a `model` section is enough");
-  inspect->add_option("--run", flags->run, "A run folder: inspect the model of its config.json")->excludes(config);
+  CLI::Option* config = inspect->add_option("--config", flags->config,
+                                            "Config file; a file with only a `model` section is enough");
+  inspect->add_option("--run", flags->run, "A run folder: inspect the model of its config.json")
+      ->excludes(config);
   inspect->add_option("--set", flags->overrides, kSetHelp);
-  inspect->add_option("--context", flags->context, "Context length T for FLOPs and KV cache (default: model.max_seq_len)")
+  inspect
+      ->add_option("--context", flags->context,
+                   "Context length T for FLOPs and KV cache (default: model.max_seq_len)")
       ->check(CLI::NonNegativeNumber);
-  inspect->add_option("--batch", flags->batch, "Sequences in the KV cache and memory plan")->check(CLI::PositiveNumber);
+  inspect->add_option("--batch", flags->batch, "Sequences in the KV cache and memory plan")
+      ->check(CLI::PositiveNumber);
   inspect->add_option("--dtype", flags->dtype, "Storage type of parameters, gradients and KV cache")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   inspect->add_flag("--json", flags->json, "Print the same figures as one JSON object");

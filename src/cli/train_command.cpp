@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "core/errors.h"
 #include "config/config_io.h"
+#include "core/errors.h"
 #include "run/train_run.h"
 #include "train/replay.h"
 
@@ -40,7 +40,8 @@ int run_train(const TrainFlags& flags) {
   }
   const TrainOutcome outcome = train_run(config, flags.request);
   if (outcome.stopped_at_step > 0)
-    std::cout << "stopped after step " << outcome.stopped_at_step << "; checkpoint " << outcome.checkpoint << "\n";
+    std::cout << "stopped after step " << outcome.stopped_at_step << "; checkpoint " << outcome.checkpoint
+              << "\n";
   return kExitOk;
 }
 

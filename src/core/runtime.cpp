@@ -1,14 +1,14 @@
 // Thread and device set-up.
 #include "core/runtime.h"
 
-#include "core/errors.h"
-
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <torch/cuda.h>
 
 #include <stdexcept>
 #include <thread>
+
+#include "core/errors.h"
 
 namespace causal {
 

@@ -1,6 +1,6 @@
-// The associative-retrieval task of the lab (docs/retrieval-lab.md): context key/value records, then a query record whose
-// answer is the value paired with the query key earlier in the sequence. Generated, deduplicated, and
-// with train and test provably disjoint.
+// The associative-retrieval task of the lab (docs/retrieval-lab.md): context key/value records, then a query
+// record whose answer is the value paired with the query key earlier in the sequence. Generated,
+// deduplicated, and with train and test provably disjoint.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -45,8 +45,9 @@ struct RetrievalData {
 using RetrievalSignature = std::vector<int64_t>;
 
 // Draws `count` examples whose signatures are not yet in `seen`, adding theirs to it. With no
-// distractors and uniform evidence the draws follow the lab's PyTorch generator (tools/reference_retrieval.py) call for call.
-// Throws DataError when the space of examples is too small to find that many.
+// distractors and uniform evidence the draws follow the lab's PyTorch generator
+// (tools/reference_retrieval.py) call for call. Throws DataError when the space of examples is too small to
+// find that many.
 RetrievalSplit generate_retrieval_split(const DataConfig& data, int64_t pairs, int64_t count, uint64_t seed,
                                         std::set<RetrievalSignature>& seen);
 

@@ -1,4 +1,5 @@
-// Training batches for the retrieval task: rows drawn uniformly with replacement, as in the lab (docs/retrieval-lab.md).
+// Training batches for the retrieval task: rows drawn uniformly with replacement, as in the lab
+// (docs/retrieval-lab.md).
 #pragma once
 
 #include <ATen/core/Generator.h>

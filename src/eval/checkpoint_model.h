@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "config/config.h"
 #include "model/transformer.h"
-#include "checkpoint/checkpoint.h"
 
 namespace causal {
 

@@ -7,11 +7,11 @@
 
 #include <stdexcept>
 
+#include "core/errors.h"
 #include "data/tokenizer.h"
 #include "eval/checkpoint_model.h"
 #include "model/kv_cache.h"
 #include "task/task.h"
-#include "core/errors.h"
 
 namespace causal {
 namespace {
@@ -57,8 +57,8 @@ GenerateResult generate_text(const GenerateRequest& request) {
   const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());
   if (prompt_len > context) {
     throw UsageError("generate: the prompt is " + std::to_string(prompt_len) +
-                                " tokens with BOS, longer than the model's context (model.max_seq_len " +
-                                std::to_string(context) + "); shorten it (prompts are never truncated)");
+                     " tokens with BOS, longer than the model's context (model.max_seq_len " +
+                     std::to_string(context) + "); shorten it (prompts are never truncated)");
   }
 
   torch::NoGradGuard no_grad;

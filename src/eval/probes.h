@@ -1,8 +1,9 @@
 // Interpretability probes on a checkpoint: attention maps and per-head attention entropy, and head
 // ablation (each head's output zeroed in turn, the change in loss and accuracy reported).
 //
-// Caveat (docs/diagnostics.md#probes-causal-eval): attention weights show where a head reads, not what matters. A low-entropy head may
-// be irrelevant and a diffuse one essential; only an ablation or an intervention supports a causal claim.
+// Caveat (docs/diagnostics.md#probes-causal-eval): attention weights show where a head reads, not what
+// matters. A low-entropy head may be irrelevant and a diffuse one essential; only an ablation or an
+// intervention supports a causal claim.
 #pragma once
 
 #include <c10/core/Device.h>

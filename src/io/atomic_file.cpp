@@ -39,7 +39,9 @@ void fsync_path(const fs::path& path) {
   if (rc != 0) throw IoError("[io] fsync failed for " + path.string() + ": " + err);
 }
 
-void write_file_synced(const fs::path& path, std::string_view bytes) { write_file_synced(path, bytes_writer(bytes)); }
+void write_file_synced(const fs::path& path, std::string_view bytes) {
+  write_file_synced(path, bytes_writer(bytes));
+}
 
 void write_file_synced(const fs::path& path, const FileWriter& write) {
   write_stream(path, write);
@@ -58,7 +60,8 @@ void write_file_atomically(const fs::path& path, const FileWriter& write) {
     write_file_synced(temp, write);
     std::error_code ec;
     fs::rename(temp, path, ec);
-    if (ec) throw IoError("[io] cannot rename " + temp.string() + " over " + path.string() + ": " + ec.message());
+    if (ec)
+      throw IoError("[io] cannot rename " + temp.string() + " over " + path.string() + ": " + ec.message());
     fsync_path(dir);
   } catch (...) {
     std::error_code ignored;

@@ -1,12 +1,12 @@
 // SHA-256 implementation.
 #include "io/sha256.h"
 
-#include "core/errors.h"
-
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
+
+#include "core/errors.h"
 
 namespace causal {
 namespace {

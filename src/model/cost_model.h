@@ -1,5 +1,5 @@
-// `causal inspect` figures from a ModelConfig by the formulas of docs/background.md#cost-formulas; the model is never built (any size is
-// instant).
+// `causal inspect` figures from a ModelConfig by the formulas of docs/background.md#cost-formulas; the model
+// is never built (any size is instant).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,8 @@ struct ParameterCounts {
 struct FlopsPerToken {
   int64_t context = 0;                // T
   int64_t attention_projections = 0;  // per block: 2 x q/k/v/o weights
-  int64_t attention_scores = 0;       // per block: 4*T*D for QK^T and PV over all T keys (docs/background.md#flops-per-token)
+  int64_t attention_scores =
+      0;  // per block: 4*T*D for QK^T and PV over all T keys (docs/background.md#flops-per-token)
   int64_t attention_scores_causal =
       0;                        // per block: 2*(T+1)*D, the mean over the T positions of a causal pass
   int64_t ffn = 0;              // per block: 2 x ffn weights
@@ -56,7 +57,8 @@ struct MemoryPlan {
   int64_t inference = 0;  // parameters + kv_cache
 };
 
-// Rough compute-optimal sizing (Chinchilla, docs/background.md#compute-optimal-sizing): D ~ 20 N tokens, C ~ 6 N D FLOPs.
+// Rough compute-optimal sizing (Chinchilla, docs/background.md#compute-optimal-sizing): D ~ 20 N tokens, C ~
+// 6 N D FLOPs.
 struct ScalingEstimate {
   int64_t compute_optimal_tokens = 0;  // 20 * total parameters
   double compute_optimal_flops = 0;    // 6 * N * D at that D (a double: it overflows int64 from ~0.7B params)

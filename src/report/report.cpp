@@ -1,8 +1,6 @@
 // The run report page (see report.h): header, training curves, retrieval controls, attention heatmaps.
 #include "report/report.h"
 
-#include "io/atomic_file.h"
-
 #include <torch/version.h>
 #include <unistd.h>
 
@@ -16,6 +14,7 @@
 #include <functional>
 #include <sstream>
 
+#include "io/atomic_file.h"
 #include "report/attention_sample.h"
 #include "report/run_history.h"
 #include "report/svg_chart.h"
@@ -508,7 +507,8 @@ std::string controls_section(const RunHistory& h) {
       {"causality_max_diff", "causality max |\u0394logit|", "== 0", [](double v) { return v == 0.0; }},
   };
   out +=
-      "<p class=\"meta\">From " + xml_escape(source) + "; thresholds of the retrieval lab (docs/retrieval-lab.md)" +
+      "<p class=\"meta\">From " + xml_escape(source) +
+      "; thresholds of the retrieval lab (docs/retrieval-lab.md)" +
       (std::isfinite(initial) ? "; initial loss " + svg::format_number(initial) : "; initial loss unknown") +
       ".</p>\n<div class=\"cols\">\n<div class=\"box\"><table>\n"
       "<tr><th>control</th><th>value</th><th>pass if</th><th>result</th></tr>\n";

@@ -17,7 +17,8 @@ void on_signal(int signal) {
   if (g_pending.compare_exchange_strong(none, signal)) return;
   // A second signal: now, saying so (write and _exit are async-signal-safe; the exit code is a graceful
   // stop's, so this line is what tells the two apart).
-  static const char kLine[] = "causal: second signal: exiting at once; the last complete checkpoint is kept\n";
+  static const char kLine[] =
+      "causal: second signal: exiting at once; the last complete checkpoint is kept\n";
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kLine, sizeof(kLine) - 1);
   _exit(128 + signal);
 }

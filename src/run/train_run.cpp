@@ -43,10 +43,11 @@ void log_cost_plan(spdlog::logger& log, const InspectReport& r, double peak_flop
       static_cast<double>(r.flops.training_causal), peak_flops / 1e9, r.scaling.compute_optimal_tokens);
 }
 
-void check_stop_at_step(const TrainRequest& request, int64_t steps, const std::optional<CheckpointInfo>& from) {
+void check_stop_at_step(const TrainRequest& request, int64_t steps,
+                        const std::optional<CheckpointInfo>& from) {
   if (request.stop_at_step < 0 || request.stop_at_step > steps) {
-    throw UsageError("--stop-at-step " + std::to_string(request.stop_at_step) + " is outside 1..train.steps (" +
-                     std::to_string(steps) + ")");
+    throw UsageError("--stop-at-step " + std::to_string(request.stop_at_step) +
+                     " is outside 1..train.steps (" + std::to_string(steps) + ")");
   }
   if (from && request.stop_at_step > 0 && request.stop_at_step <= from->state.step) {
     throw UsageError("--stop-at-step " + std::to_string(request.stop_at_step) +
@@ -55,7 +56,8 @@ void check_stop_at_step(const TrainRequest& request, int64_t steps, const std::o
 }
 
 // A finished run's results, when `from` is its last checkpoint and results.json is readable.
-std::optional<nlohmann::json> finished_results(const StartPlan& plan, const CheckpointInfo& from, int64_t steps) {
+std::optional<nlohmann::json> finished_results(const StartPlan& plan, const CheckpointInfo& from,
+                                               int64_t steps) {
   if (plan.continue_in.empty() || from.state.step != steps) return std::nullopt;
   std::ifstream in(plan.continue_in / "results.json");
   if (!in) return std::nullopt;
@@ -64,8 +66,9 @@ std::optional<nlohmann::json> finished_results(const StartPlan& plan, const Chec
   return results;
 }
 
-nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluation, const TrainSummary& summary,
-                             const RunFolder& folder, const std::string& checkpoint) {
+nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluation,
+                             const TrainSummary& summary, const RunFolder& folder,
+                             const std::string& checkpoint) {
   nlohmann::json results;
   results["initial_loss"] = initial_loss;
   results.update(evaluation);
@@ -101,8 +104,9 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   if (from) check_resumable(*from, config_json, task->identity(), folder ? &folder->log() : nullptr);
   if (from) {
     if (std::optional<nlohmann::json> results = finished_results(plan, *from, steps)) {
-      folder->log().info("run {} already finished at step {}; nothing to do (--resume never starts a new run)",
-                         plan.continue_in.string(), from->state.step);
+      folder->log().info(
+          "run {} already finished at step {}; nothing to do (--resume never starts a new run)",
+          plan.continue_in.string(), from->state.step);
       if (request.print_table) std::cout << task->results_table(*results) << std::flush;
       return {plan.continue_in.string(), from->dir.string(), 0, true, *results};
     }
@@ -126,8 +130,9 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   const FaultInjection fault =
       request.inject_fault.empty() ? FaultInjection{} : FaultInjection::parse(request.inject_fault);
   trainer.set_fault(fault);
-  Checkpointer checkpointer(folder->path() / "checkpoints", {config.train.checkpoint_every, config.train.keep_checkpoints},
-                            *model, trainer.optimizer(), config_json, log, from ? from->dir : fs::path());
+  Checkpointer checkpointer(folder->path() / "checkpoints",
+                            {config.train.checkpoint_every, config.train.keep_checkpoints}, *model,
+                            trainer.optimizer(), config_json, log, from ? from->dir : fs::path());
 
   TrainProgress start;
   double initial_loss = 0.0;
@@ -136,7 +141,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     load_optimizer_state(from->dir, *model, trainer.optimizer());
     task->training_batches().restore(from->state.data);
     trainer.spike_detector().restore(from->state.spike_detector);
-    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps, from->state.consecutive_skips};
+    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps,
+             from->state.consecutive_skips};
     initial_loss = from->state.initial_loss;
     restore_global_rng(from->state.rng, device);  // last: nothing after it may draw random numbers
     log.info("resuming from {} (step {} of {})", from->dir.string(), start.step, steps);
@@ -169,14 +175,19 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     hooks.after_step = [&](const TrainProgress& p) {
       signal = interrupts.pending();
       stopped = p.step == request.stop_at_step;
-      checkpointer.save(p.step, p.step == steps, [&] { return training_state(p); }, signal || stopped);
+      checkpointer.save(
+          p.step, p.step == steps, [&] { return training_state(p); }, signal || stopped);
       return !signal && !stopped;
     };
     hooks.on_abort = [&](const AbortedStep& step) {
-      const ForensicsBundle bundle{step.step,   step.lr,        step.message,
-                                   *step.micro_batches,         step.rng_before,
+      const ForensicsBundle bundle{step.step,
+                                   step.lr,
+                                   step.message,
+                                   *step.micro_batches,
+                                   step.rng_before,
                                    fault.kind == FaultInjection::Kind::kNone ? "" : fault.describe(),
-                                   checkpointer.last().string(), config_json};
+                                   checkpointer.last().string(),
+                                   config_json};
       const fs::path dir = write_forensics(folder->path(), bundle, *model, trainer.optimizer());
       return "; forensics in " + dir.string() + " (replay: causal train --replay " + dir.string() + ")";
     };

@@ -1,6 +1,6 @@
-// Evaluation of the retrieval task: test loss/accuracy and the lab's three controls (docs/retrieval-lab.md#controls) (no-context ablation,
-// changed-value intervention, future-perturbation causality), with accuracy broken down by evidence
-// position, distractor count and length.
+// Evaluation of the retrieval task: test loss/accuracy and the lab's three controls
+// (docs/retrieval-lab.md#controls) (no-context ablation, changed-value intervention, future-perturbation
+// causality), with accuracy broken down by evidence position, distractor count and length.
 #pragma once
 
 #include <c10/core/Device.h>

@@ -20,7 +20,8 @@ class RetrievalTask : public Task {
   RetrievalTask(const RunConfig& config, const c10::Device& device, TaskScope scope)
       : data_(build_retrieval_data(config.data)), device_(device) {
     if (scope == TaskScope::kTraining) {
-      sampler_ = std::make_unique<RetrievalSampler>(data_.train, config.train.batch_size, batch_seed(config.seed));
+      sampler_ =
+          std::make_unique<RetrievalSampler>(data_.train, config.train.batch_size, batch_seed(config.seed));
     }
   }
 
@@ -37,7 +38,9 @@ class RetrievalTask : public Task {
     TORCH_CHECK(sampler_, "[task] retrieval task opened for evaluation has no training batches");
     return *sampler_;
   }
-  double initial_loss(Transformer& model) override { return retrieval_fixed_batch_loss(model, data_, device_); }
+  double initial_loss(Transformer& model) override {
+    return retrieval_fixed_batch_loss(model, data_, device_);
+  }
 
   nlohmann::json evaluate(Transformer& model) override {
     return evaluate_retrieval(model, data_, device_).to_json();
@@ -96,7 +99,8 @@ class RetrievalTask : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_retrieval_task(const RunConfig& config, const c10::Device& device, TaskScope scope) {
+std::unique_ptr<Task> make_retrieval_task(const RunConfig& config, const c10::Device& device,
+                                          TaskScope scope) {
   return std::make_unique<RetrievalTask>(config, device, scope);
 }
 

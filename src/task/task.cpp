@@ -8,7 +8,8 @@
 namespace causal {
 
 // Each defined in its own file (task/<name>_task.cpp).
-std::unique_ptr<Task> make_retrieval_task(const RunConfig& config, const c10::Device& device, TaskScope scope);
+std::unique_ptr<Task> make_retrieval_task(const RunConfig& config, const c10::Device& device,
+                                          TaskScope scope);
 std::unique_ptr<Task> make_text_task(const RunConfig& config, const c10::Device& device, TaskScope scope);
 
 namespace {

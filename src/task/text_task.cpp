@@ -94,7 +94,9 @@ class TextTask : public Task {
       figures[key] = evaluation.at(std::string("val_") + key);
     return figures;
   }
-  std::string results_table(const nlohmann::json& results) const override { return format_text_table(results); }
+  std::string results_table(const nlohmann::json& results) const override {
+    return format_text_table(results);
+  }
 
   std::vector<std::string> token_labels(const Batch& batch, int64_t row) const override {
     const at::Tensor ids = batch.tokens[row].select(1, 0).to(at::kCPU, at::kLong).contiguous();  // (T)

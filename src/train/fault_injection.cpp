@@ -17,8 +17,7 @@ FaultInjection FaultInjection::parse(const std::string& spec) {
   const auto colon = spec.find(':'), at = spec.rfind('@');
   const std::string usage =
       "--inject-fault " + spec + ": expected KIND:NAME@STEP with KIND weight, activation or gradient";
-  if (colon == std::string::npos || at == std::string::npos || at < colon + 2)
-    throw UsageError(usage);
+  if (colon == std::string::npos || at == std::string::npos || at < colon + 2) throw UsageError(usage);
   FaultInjection fault;
   const std::string kind = spec.substr(0, colon);
   if (kind == "weight") {

@@ -1,22 +1,22 @@
 // Training loop implementation.
 #include "train/trainer.h"
 
+#include <spdlog/logger.h>
+
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-#include <spdlog/logger.h>
-
 #include "checkpoint/checkpoint.h"
 #include "config/enums.h"
 #include "core/errors.h"
+#include "core/scoped_timer.h"
 #include "model/count_parameters.h"
 #include "task/objective.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
-#include "core/scoped_timer.h"
 
 namespace causal {
 namespace {
@@ -42,11 +42,11 @@ void check_fault_target(torch::nn::Module& model, const FaultInjection& fault, i
     }
     if (std::find(names.begin(), names.end(), fault.name) == names.end()) {
       throw UsageError("--inject-fault " + fault.describe() + ": no sub-layer " + fault.name +
-                                  " (embed, blocks.<i>.attn, blocks.<i>.ffn, final_norm, logits)");
+                       " (embed, blocks.<i>.attn, blocks.<i>.ffn, final_norm, logits)");
     }
   } else if (!model.named_parameters().contains(fault.name)) {
     throw UsageError("--inject-fault " + fault.describe() + ": no parameter " + fault.name +
-                                " (names in docs/model.md)");
+                     " (names in docs/model.md)");
   }
 }
 
@@ -215,7 +215,8 @@ void Trainer::handle_nonfinite(const StepPlan& plan, const StepOutcome& outcome,
   ++progress.consecutive_skips;
   const double loss = outcome.grads.loss;
   const std::string what = "step " + std::to_string(plan.done) + ": non-finite " +
-                           (std::isfinite(loss) ? "gradient norm" : "loss") + " (loss=" + std::to_string(loss) +
+                           (std::isfinite(loss) ? "gradient norm" : "loss") +
+                           " (loss=" + std::to_string(loss) +
                            ", grad_norm=" + std::to_string(outcome.grad_norm) +
                            ", lr=" + std::to_string(plan.lr) + "); " + outcome.nonfinite_cause;
   const bool abort = train.nonfinite == NonfiniteAction::kAbort;
@@ -285,7 +286,8 @@ nlohmann::json Trainer::metrics_row(const StepPlan& plan, const StepOutcome& out
 // eval_every: an "eval" metrics row from the hook (the final evaluation is the caller's).
 void Trainer::evaluate(int64_t step_done, const TrainHooks& hooks) {
   const TrainConfig& train = config_.train;
-  if (train.eval_every <= 0 || step_done % train.eval_every != 0 || step_done == train.steps || !hooks.evaluate)
+  if (train.eval_every <= 0 || step_done % train.eval_every != 0 || step_done == train.steps ||
+      !hooks.evaluate)
     return;
   model_->eval();
   nlohmann::json row = hooks.evaluate(model_, step_done);

@@ -1,9 +1,9 @@
 // The layering of src/ (declared in src/LAYERS): every #include points down, never up or sideways, and
 // the folders form no cycle. Checked on the source tree itself, so a new upward include fails here.
-#include <catch2/catch.hpp>
-#include <filesystem>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
@@ -98,7 +98,8 @@ std::string find_cycle(const std::map<std::string, std::set<std::string>>& edges
 
 }  // namespace
 
-CATCH_TEST_CASE("layers: every include points to a lower layer and no folders form a cycle", "[unit][architecture]") {
+CATCH_TEST_CASE("layers: every include points to a lower layer and no folders form a cycle",
+                "[unit][architecture]") {
   const fs::path src = fs::path(CAUSAL_SOURCE_DIR) / "src";
   const std::map<std::string, int> rank = read_layers(src / "LAYERS");
   CATCH_REQUIRE(rank.size() >= 10);  // the table was read, not an empty file
@@ -180,7 +181,8 @@ std::vector<fs::path> files_under(const fs::path& root, std::initializer_list<co
 
 }  // namespace
 
-CATCH_TEST_CASE("docs that code, tests and docs point at exist, with their sections", "[unit][architecture]") {
+CATCH_TEST_CASE("docs that code, tests and docs point at exist, with their sections",
+                "[unit][architecture]") {
   const fs::path root = fs::path(CAUSAL_SOURCE_DIR);
   const std::regex reference(R"(docs/([a-z-]+\.md)(#[a-z0-9_-]+)?)");
   int checked = 0;
@@ -197,7 +199,8 @@ CATCH_TEST_CASE("docs that code, tests and docs point at exist, with their secti
         std::ifstream doc_in(doc);
         std::set<std::string> anchors;
         for (std::string line; std::getline(doc_in, line);) {
-          if (line.rfind("#", 0) == 0) anchors.insert("#" + anchor_of(line.substr(line.find_first_not_of("# "))));
+          if (line.rfind("#", 0) == 0)
+            anchors.insert("#" + anchor_of(line.substr(line.find_first_not_of("# "))));
         }
         CATCH_CHECK(anchors.count((*it)[2].str()) == 1);
       }

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "support/scratch_dir.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "core/errors.h"
+#include "support/scratch_dir.h"
 
 using namespace causal;
 namespace fs = std::filesystem;

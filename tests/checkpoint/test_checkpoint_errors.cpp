@@ -17,9 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const nlohmann::json kState = {{"step", 3},        {"lr", 0.1},  {"message", "m"},
-                               {"micro_batches", 1}, {"rng", {}}, {"fault", ""},
-                               {"last_checkpoint", ""}};
+const nlohmann::json kState = {{"step", 3}, {"lr", 0.1},   {"message", "m"},       {"micro_batches", 1},
+                               {"rng", {}}, {"fault", ""}, {"last_checkpoint", ""}};
 
 // A forensics bundle with a valid manifest whose batch tensor is named `tensor` and whose state is `state`.
 fs::path bundle(const fs::path& root, const std::string& tensor, const nlohmann::json& state) {
@@ -42,13 +41,16 @@ CATCH_TEST_CASE("a checkpoint step too large for any run is a CheckpointError", 
 CATCH_TEST_CASE("a forensics bundle with a malformed tensor name or state is a CheckpointError",
                 "[unit][checkpoint]") {
   testing::ScratchDir root("bad_bundle");
-  CATCH_CHECK(read_forensics(bundle(root.path / "good", "mb0.tokens", kState)).micro_batches.at(0).tokens.defined());
-  for (const char* name : {"mbx.tokens", "mb.tokens", "mb99999999999999999999.tokens", "mb0.nothing", "tokens"}) {
+  CATCH_CHECK(
+      read_forensics(bundle(root.path / "good", "mb0.tokens", kState)).micro_batches.at(0).tokens.defined());
+  for (const char* name :
+       {"mbx.tokens", "mb.tokens", "mb99999999999999999999.tokens", "mb0.nothing", "tokens"}) {
     CATCH_INFO(name);
     const fs::path dir = bundle(root.path / name, name, kState);
     CATCH_CHECK_THROWS_AS(read_forensics(dir), CheckpointError);
   }
   nlohmann::json missing_field = kState;
   missing_field.erase("lr");
-  CATCH_CHECK_THROWS_AS(read_forensics(bundle(root.path / "state", "mb0.tokens", missing_field)), CheckpointError);
+  CATCH_CHECK_THROWS_AS(read_forensics(bundle(root.path / "state", "mb0.tokens", missing_field)),
+                        CheckpointError);
 }

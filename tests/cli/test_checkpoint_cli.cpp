@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
+#include "checkpoint/checkpoint_dir.h"
 #include "support/byte_docs.h"
 #include "support/cli.h"
-#include "checkpoint/checkpoint_dir.h"
 
 extern char** environ;
 

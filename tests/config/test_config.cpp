@@ -503,8 +503,8 @@ CATCH_TEST_CASE("config: retrieval data and model vocabularies must agree", "[un
   const ConfigError evidence = override_error({"data.evidence=fixed", "data.evidence_index=4"});
   CATCH_CHECK(evidence.path() == "data.evidence_index");
   CATCH_CHECK_THAT(what(evidence), Contains("must be < data.pairs = 4"));
-  CATCH_CHECK_NOTHROW(
-      causal::parse_config_text(kDocumentedExample, "cfg.json", {"data.evidence=fixed", "data.evidence_index=3"}));
+  CATCH_CHECK_NOTHROW(causal::parse_config_text(kDocumentedExample, "cfg.json",
+                                                {"data.evidence=fixed", "data.evidence_index=3"}));
 
   const ConfigError eval = override_error({"data.eval_pairs=[0]"});
   CATCH_CHECK(eval.path() == "data.eval_pairs[0]");
@@ -514,7 +514,8 @@ CATCH_TEST_CASE("config: retrieval data and model vocabularies must agree", "[un
 CATCH_TEST_CASE("config: tie_embeddings needs exactly one input field with the output vocab",
                 "[unit][config]") {
   // documented example: key vocab 8 == output_vocab 8, value vocab 9: exactly one match, so tying is allowed.
-  CATCH_CHECK_NOTHROW(causal::parse_config_text(kDocumentedExample, "cfg.json", {"model.tie_embeddings=true"}));
+  CATCH_CHECK_NOTHROW(
+      causal::parse_config_text(kDocumentedExample, "cfg.json", {"model.tie_embeddings=true"}));
   const ConfigError none = parse_error(R"({"model": {"inputs": [{"name": "token", "vocab": 300}],
       "output_vocab": 259, "tie_embeddings": true}})",
                                        ConfigScope::kModel);
@@ -555,7 +556,8 @@ CATCH_TEST_CASE("config: the device string must look like cpu, cuda or cuda:N", 
   }
   for (const char* good : {"cpu", "cuda", "cuda:0", "cuda:12"}) {
     CATCH_INFO(good);
-    CATCH_CHECK_NOTHROW(causal::parse_config_text(kDocumentedExample, "cfg.json", {std::string("device=") + good}));
+    CATCH_CHECK_NOTHROW(
+        causal::parse_config_text(kDocumentedExample, "cfg.json", {std::string("device=") + good}));
   }
 }
 

@@ -6,8 +6,8 @@
 
 #include "config/config.h"
 #include "core/errors.h"
-#include "data/retrieval_sampler.h"
 #include "data/retrieval_data.h"
+#include "data/retrieval_sampler.h"
 
 using namespace causal;
 
@@ -30,8 +30,9 @@ std::set<std::vector<int64_t>> signatures(const RetrievalSplit& s) {
 
 }  // namespace
 
-// Same generator calls as the lab's PyTorch reference: the first rows equal what PyTorch's make_examples draws with
-// Generator().manual_seed(120) / (121) (values produced by tools/reference_retrieval.py's make_examples).
+// Same generator calls as the lab's PyTorch reference: the first rows equal what PyTorch's make_examples
+// draws with Generator().manual_seed(120) / (121) (values produced by tools/reference_retrieval.py's
+// make_examples).
 CATCH_TEST_CASE("retrieval data reproduces the PyTorch lab's examples", "[unit][retrieval]") {
   DataConfig cfg;
   RetrievalData data = build_retrieval_data(cfg);

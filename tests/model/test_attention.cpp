@@ -1,4 +1,5 @@
-// Attention kernels and the mask builder: the worked numbers of docs/background.md, mask semantics, kernel agreement.
+// Attention kernels and the mask builder: the worked numbers of docs/background.md, mask semantics, kernel
+// agreement.
 #include <torch/torch.h>
 // Torch first: its glog macros must not replace Catch's.
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
-// inspect contracts: counts vs an independent shape list, the FLOP/KV-cache/block figures of docs/background.md, exact
-// bytes.
+// inspect contracts: counts vs an independent shape list, the FLOP/KV-cache/block figures of
+// docs/background.md, exact bytes.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -209,8 +209,9 @@ CATCH_TEST_CASE("inspect: parameter counts equal the sum over the model's parame
   }
 }
 
-CATCH_TEST_CASE("inspect: FFN work is 16x pairwise attention at n=1024, d=4096 (the documented worked answer)",
-                "[unit][inspect]") {
+CATCH_TEST_CASE(
+    "inspect: FFN work is 16x pairwise attention at n=1024, d=4096 (the documented worked answer)",
+    "[unit][inspect]") {
   ModelConfig m = block_model(4096, /*bias=*/false, causal::NormKind::kRmsNorm);
   m.n_heads = 32;
   m.max_seq_len = 1024;

@@ -1,4 +1,5 @@
-// Rotary position embedding: the worked example of docs/background.md, relative-offset property, pairings, scaling.
+// Rotary position embedding: the worked example of docs/background.md, relative-offset property, pairings,
+// scaling.
 #include <torch/torch.h>
 // Torch first: its glog macros must not replace Catch's.
 #include <catch2/catch.hpp>

@@ -19,10 +19,10 @@
 #include "report/report.h"
 #include "report/run_history.h"
 #include "report/svg_chart.h"
-#include "support/byte_docs.h"
-#include "support/cli.h"
 #include "run/run_folder.h"
 #include "run/train_run.h"
+#include "support/byte_docs.h"
+#include "support/cli.h"
 
 using namespace causal;
 using causal::testing::slurp;

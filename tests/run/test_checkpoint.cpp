@@ -7,18 +7,18 @@
 #include <filesystem>
 #include <fstream>
 
+#include "checkpoint/checkpoint.h"
 #include "config/config.h"
 #include "config/config_io.h"
-#include "core/rng_state.h"
-#include "data/retrieval_sampler.h"
-#include "data/retrieval_data.h"
-#include "task/objective.h"
-#include "model/transformer.h"
-#include "support/scratch_dir.h"
-#include "checkpoint/checkpoint.h"
 #include "core/errors.h"
-#include "train/optimizer.h"
+#include "core/rng_state.h"
+#include "data/retrieval_data.h"
+#include "data/retrieval_sampler.h"
+#include "model/transformer.h"
 #include "run/run_folder.h"
+#include "support/scratch_dir.h"
+#include "task/objective.h"
+#include "train/optimizer.h"
 
 using namespace causal;
 namespace fs = std::filesystem;

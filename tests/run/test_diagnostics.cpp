@@ -9,20 +9,20 @@
 #include <fstream>
 #include <random>
 
+#include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/forensics_bundle.h"
 #include "config/config_io.h"
+#include "core/errors.h"
 #include "eval/checkpoint_eval.h"
-#include "task/objective.h"
+#include "io/safetensors.h"
 #include "model/transformer.h"
+#include "run/train_run.h"
 #include "support/cli.h"
 #include "support/scratch_dir.h"
-#include "checkpoint/checkpoint_dir.h"
+#include "task/objective.h"
 #include "train/diagnostics.h"
-#include "checkpoint/forensics_bundle.h"
 #include "train/replay.h"
-#include "core/errors.h"
-#include "io/safetensors.h"
 #include "train/spike_detector.h"
-#include "run/train_run.h"
 #include "train/trainer.h"
 
 using namespace causal;
@@ -112,8 +112,7 @@ CATCH_TEST_CASE("diagnostics: a NaN gradient or weight is named by its parameter
       abort_message(config, scratch.path / "weight", "weight:blocks.1.attn.v_proj.weight@2"),
       Catch::Matchers::Contains("step 2: non-finite loss") &&
           Catch::Matchers::Contains("parameter blocks.1.attn.v_proj.weight holds a non-finite value"));
-  CATCH_CHECK_THROWS_AS(run(config, scratch.path / "typo", "weight:blocks.9.nothing@2"),
-                        UsageError);
+  CATCH_CHECK_THROWS_AS(run(config, scratch.path / "typo", "weight:blocks.9.nothing@2"), UsageError);
 }
 
 CATCH_TEST_CASE("diagnostics: skip mode counts skipped steps, continues, and gives up after N in a row",

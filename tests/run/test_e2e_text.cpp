@@ -6,13 +6,13 @@
 #include <filesystem>
 
 #include "config/config_io.h"
+#include "core/runtime.h"
 #include "data/text_batches.h"
 #include "data/text_encode.h"
 #include "data/token_file.h"
-#include "task/text_eval.h"
 #include "model/transformer.h"
 #include "run/run_folder.h"
-#include "core/runtime.h"
+#include "task/text_eval.h"
 #include "train/trainer.h"
 
 using namespace causal;

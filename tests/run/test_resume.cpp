@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "config/config_io.h"
-#include "support/byte_docs.h"
-#include "support/scratch_dir.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "config/config_io.h"
 #include "core/errors.h"
-#include "run/run_folder.h"
 #include "io/safetensors.h"
+#include "run/run_folder.h"
 #include "run/train_run.h"
+#include "support/byte_docs.h"
+#include "support/scratch_dir.h"
 
 using namespace causal;
 namespace fs = std::filesystem;
@@ -54,8 +54,8 @@ RunConfig text_config(const fs::path& dir, double dropout) {
   return parse_config_text(json, "text test config");
 }
 
-TrainOutcome run(const RunConfig& config, const fs::path& dir, int64_t stop_at = 0,
-                   const std::string& resume = "auto") {
+TrainOutcome resumable_run(const RunConfig& config, const fs::path& dir, int64_t stop_at = 0,
+                           const std::string& resume = "auto") {
   TrainRequest request;
   request.run_dir = dir.string();
   request.print_table = false;
@@ -102,7 +102,7 @@ std::string first_metrics_difference(const std::vector<nlohmann::json>& a,
 void check_resume_is_exact(const RunConfig& config, const std::vector<std::vector<int64_t>>& schedules,
                            const fs::path& root) {
   const fs::path straight = root / "straight";
-  run(config, straight);
+  resumable_run(config, straight);
   const std::string last = checkpoint_name(config.train.steps);
   for (const auto& stops : schedules) {
     std::string name = "stopped";
@@ -110,8 +110,8 @@ void check_resume_is_exact(const RunConfig& config, const std::vector<std::vecto
     CATCH_INFO((config.data.kind == DataKind::kText ? "text" : "retrieval"));
     CATCH_INFO("dropout " << config.model.dropout << ", " << name);
     const fs::path dir = root / name;
-    for (int64_t k : stops) CATCH_CHECK(run(config, dir, k).stopped_at_step == k);
-    const nlohmann::json results = run(config, dir).results;
+    for (int64_t k : stops) CATCH_CHECK(resumable_run(config, dir, k).stopped_at_step == k);
+    const nlohmann::json results = resumable_run(config, dir).results;
     CATCH_CHECK(results["steps"] == config.train.steps);
     CATCH_CHECK(first_metrics_difference(metrics(straight), metrics(dir)) == "");
     CATCH_CHECK(tensor_difference(straight / "checkpoints" / last / "model.safetensors",
@@ -142,20 +142,20 @@ CATCH_TEST_CASE("resume refuses another model or data config, listing every fiel
   testing::ScratchDir scratch("resume_mismatch");
   const RunConfig config = retrieval_config(0.0);
   const fs::path dir = scratch.path / "run";
-  run(config, dir, 5);
+  resumable_run(config, dir, 5);
   const auto before = metrics(dir);
   RunConfig other = config;
   apply_override(other, "model.d_model=64");
   apply_override(other, "data.pairs=3");
   resolve(other);
-  CATCH_CHECK_THROWS_WITH(run(other, dir),
+  CATCH_CHECK_THROWS_WITH(resumable_run(other, dir),
                           Catch::Matchers::Contains("model.d_model: checkpoint 32, requested 64") &&
                               Catch::Matchers::Contains("data.pairs"));
   CATCH_CHECK(metrics(dir) == before);
   // Changing only how long to train is allowed and continues the run.
   RunConfig longer = config;
   apply_override(longer, "train.steps=30");
-  CATCH_CHECK(run(longer, dir).results["steps"] == 30);
+  CATCH_CHECK(resumable_run(longer, dir).results["steps"] == 30);
 }
 
 CATCH_TEST_CASE("resume PATH forks into a new folder and never overwrites newer checkpoints",
@@ -163,13 +163,13 @@ CATCH_TEST_CASE("resume PATH forks into a new folder and never overwrites newer 
   testing::ScratchDir scratch("resume_fork");
   const RunConfig config = retrieval_config(0.1);
   const fs::path a = scratch.path / "a", b = scratch.path / "b";
-  run(config, a, 6);
-  run(config, a, 12);
+  resumable_run(config, a, 6);
+  resumable_run(config, a, 12);
   const fs::path early = a / "checkpoints" / checkpoint_name(6);
   // Continuing a's step-6 checkpoint inside a would write over its step-12 future.
-  CATCH_CHECK_THROWS_AS(run(config, fs::path(), 0, early.string()), CheckpointError);
-  run(config, b, 0, early.string());
-  run(config, a);
+  CATCH_CHECK_THROWS_AS(resumable_run(config, fs::path(), 0, early.string()), CheckpointError);
+  resumable_run(config, b, 0, early.string());
+  resumable_run(config, a);
   CATCH_CHECK(first_metrics_difference(metrics(a), metrics(b)).find("row 0") == 0);  // b starts at step 7
   const std::string last = checkpoint_name(config.train.steps);
   CATCH_CHECK(tensor_difference(a / "checkpoints" / last / "model.safetensors",

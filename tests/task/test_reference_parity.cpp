@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config_io.h"
-#include "task/objective.h"
+#include "io/safetensors.h"
 #include "model/transformer.h"
 #include "support/cli.h"
-#include "io/safetensors.h"
+#include "task/objective.h"
 
 using namespace causal;
 namespace fs = std::filesystem;

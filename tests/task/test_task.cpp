@@ -53,7 +53,8 @@ CATCH_TEST_CASE("task: retrieval labels records and the query the same way every
   CATCH_CHECK(!task_traits(DataKind::kRetrieval).generates_text);
 }
 
-CATCH_TEST_CASE("task: text labels bytes by name and reads only the held-out file to evaluate", "[unit][task]") {
+CATCH_TEST_CASE("task: text labels bytes by name and reads only the held-out file to evaluate",
+                "[unit][task]") {
   testing::ScratchDir dir("task_text");
   const RunConfig config = text_config(dir.path);
   fs::remove(config.data.train);  // evaluation must not need the training file
@@ -66,12 +67,16 @@ CATCH_TEST_CASE("task: text labels bytes by name and reads only the held-out fil
   CATCH_CHECK(std::string(task_traits(DataKind::kText).held_out_split) == "val");
 }
 
-CATCH_TEST_CASE("task: text checkpoint figures are the evaluation's without the split prefix", "[unit][task]") {
+CATCH_TEST_CASE("task: text checkpoint figures are the evaluation's without the split prefix",
+                "[unit][task]") {
   testing::ScratchDir dir("task_text_figures");
   const RunConfig config = text_config(dir.path);
   const auto task = make_task(config, torch::kCPU, TaskScope::kTraining);
-  const nlohmann::json evaluation = {{"val_loss", 1.5},     {"val_perplexity", 4.48}, {"val_bits_per_byte", 2.1},
-                                     {"val_tokens", 10},    {"val_bytes", 9}};
+  const nlohmann::json evaluation = {{"val_loss", 1.5},
+                                     {"val_perplexity", 4.48},
+                                     {"val_bits_per_byte", 2.1},
+                                     {"val_tokens", 10},
+                                     {"val_bytes", 9}};
   const nlohmann::json figures = task->checkpoint_figures(evaluation);
   CATCH_CHECK(figures["loss"] == 1.5);
   CATCH_CHECK(figures["bits_per_byte"] == 2.1);

@@ -8,9 +8,9 @@
 #include "config/config.h"
 #include "data/text_batches.h"
 #include "data/token_file.h"
-#include "task/objective.h"
 #include "model/transformer.h"
 #include "support/byte_docs.h"
+#include "task/objective.h"
 
 using namespace causal;
 namespace fs = std::filesystem;

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "config/config.h"
-#include "task/objective.h"
 #include "model/transformer.h"
+#include "task/objective.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
