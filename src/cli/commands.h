@@ -22,6 +22,7 @@ Command add_eval_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 // Help for --set, shared by the commands that take it.
 extern const char* const kSetHelp;

@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   const std::vector<causal::cli::Command> commands = {
       causal::cli::add_train_command(app),  causal::cli::add_inspect_command(app),
       causal::cli::add_eval_command(app),   causal::cli::add_generate_command(app),
-      causal::cli::add_report_command(app), causal::cli::add_data_command(app)};
+      causal::cli::add_report_command(app), causal::cli::add_data_command(app),
+      causal::cli::add_bench_command(app)};
 
   try {
     app.parse(argc, argv);

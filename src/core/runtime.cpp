@@ -12,11 +12,27 @@
 
 namespace causal {
 
+namespace {
+
+// Looked up at run time: OpenBLAS is an implementation detail of the BLAS that LibTorch was linked with
+// (absent from a CUDA or MKL build, where these do nothing).
+using SetThreads = void (*)(int);
+using GetThreads = int (*)();
+
+}  // namespace
+
+int blas_num_threads() {
+  auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return get ? get() : 1;
+}
+
+void set_blas_num_threads(int threads) {
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(threads);
+}
+
 int64_t configure_threads(int64_t threads) {
-  // Looked up at run time: OpenBLAS is an implementation detail of the BLAS that LibTorch was linked with.
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
   const int64_t n = threads > 0 ? threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  set_blas_num_threads(1);
   at::set_num_threads(static_cast<int>(n));
   return n;
 }

@@ -12,6 +12,10 @@ namespace causal {
 // OpenMP threads otherwise fight over the same cores (~2.5x slower training). Returns the thread count.
 int64_t configure_threads(int64_t threads);
 
+// OpenBLAS's own thread count (1 when LibTorch uses another BLAS), and setting it.
+int blas_num_threads();
+void set_blas_num_threads(int threads);
+
 // Parses a device string ("cpu", "cuda", "cuda:1") and checks it is usable in this build;
 // throws ConfigError naming the device otherwise.
 c10::Device resolve_device(const std::string& device);

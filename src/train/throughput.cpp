@@ -3,30 +3,47 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
+
+#include "core/runtime.h"
 
 namespace causal {
 
-double measure_matmul_peak(const c10::Device& device, int64_t n) {
+void synchronize(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize();
+}
+
+double measure_matmul_peak(const c10::Device& device) {
+  // Every core, as a user timing torch.mm would get; the run's own settings come back afterwards.
+  const int aten_threads = at::get_num_threads();
+  const int blas_threads = blas_num_threads();
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(cores);
+  set_blas_num_threads(cores);
   // A private generator: drawing from the default one would shift init and dropout of the run.
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(1234);
-  const at::Tensor a = at::rand({n, n}, generator, at::kFloat).to(device);
-  const at::Tensor b = a.t().contiguous();
-  auto sync = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize();
-  };
   double best = 0.0;
-  for (int rep = 0; rep < 5; ++rep) {
-    sync();
-    const auto t0 = std::chrono::steady_clock::now();
-    at::Tensor c = at::mm(a, b);
-    sync();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (rep > 0 && seconds > 0) best = std::max(best, 2.0 * n * n * n / seconds);  // rep 0 warms up
+  for (const int64_t n : {512, 768, 1024, 1536, 2048}) {
+    const at::Tensor a = at::rand({n, n}, generator, at::kFloat).to(device);
+    const at::Tensor b = a.t().contiguous();
+    // The largest size costs ~0.3 s a multiply on 2 cores: fewer repeats there.
+    const int reps = n >= 1536 ? 2 : 4;
+    for (int rep = 0; rep <= reps; ++rep) {
+      synchronize(device);
+      const auto t0 = std::chrono::steady_clock::now();
+      const at::Tensor c = at::mm(a, b);
+      synchronize(device);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (rep > 0 && seconds > 0) best = std::max(best, 2.0 * n * n * n / seconds);  // rep 0 warms up
+    }
   }
+  at::set_num_threads(aten_threads);
+  set_blas_num_threads(blas_threads);
   return best;
 }
 

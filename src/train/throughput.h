@@ -1,12 +1,17 @@
 // Model FLOP utilisation: the model's FLOPs per second against a matmul peak measured on this machine,
-// in this process, at start-up (a spec sheet's peak would say nothing about a shared 2-core VM).
+// in this process (a spec sheet's peak would say nothing about a shared 2-core VM).
 #pragma once
 
 #include <c10/core/Device.h>
 
 namespace causal {
 
-// FLOP/s of the best of a few n x n x n float32 matmuls on `device` after a warm-up (2 n^3 FLOPs each).
-double measure_matmul_peak(const c10::Device& device, int64_t n = 1024);
+// FLOP/s of the fastest float32 n x n x n matmul on `device` over n = 512, 768, 1024, 1536, 2048 (2 n^3
+// FLOPs each, after a warm-up of each size), with every core the BLAS can use, as a user measuring the
+// machine would; the run's own thread settings are restored afterwards.
+double measure_matmul_peak(const c10::Device& device);
+
+// Waits for the device's queued work (CUDA); nothing to wait for on the CPU.
+void synchronize(const c10::Device& device);
 
 }  // namespace causal

@@ -1,10 +1,12 @@
 // The `causal` binary as a user meets it: help, exit codes, one-line errors, run folders never overwritten.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "support/cli.h"
 
@@ -92,10 +94,10 @@ CATCH_TEST_CASE("train writes a run folder and never overwrites it", "[unit][cli
 }
 
 // The help a user reads points only at documents the repository has.
-CATCH_TEST_CASE("--help of every command points only at docs that exist", "[unit][cli]") {
+CATCH_TEST_CASE("the help of every command points only at docs that exist", "[unit][cli]") {
   const std::regex doc(R"(docs/[a-z-]+\.md)");
-  for (const char* command :
-       {"", "train", "inspect", "eval", "generate", "report", "data", "data encode", "data inspect"}) {
+  for (const char* command : {"", "train", "inspect", "eval", "generate", "report", "data", "data encode",
+                              "data inspect", "bench"}) {
     const Result r = run_causal(std::string(command) + " --help");
     CATCH_INFO("causal " << command << " --help");
     CATCH_CHECK(r.code == 0);
@@ -133,4 +135,25 @@ CATCH_TEST_CASE("data encode refuses --val-out without --val-fraction once, with
   CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains("--val-fraction"));
   CATCH_CHECK(!fs::exists(dir / "a.tok"));
   fs::remove_all(dir);
+}
+
+// bench --json is a contract for scripts (tools/bench-compare): exactly these keys, with sane values.
+CATCH_TEST_CASE("bench --json prints exactly the documented figures", "[unit][cli]") {
+  const Result r = run_causal("bench --config configs/retrieval.json --steps 3 --warmup 1 --json");
+  CATCH_REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  std::vector<std::string> keys;
+  for (const auto& item : j.items()) keys.push_back(item.key());
+  std::sort(keys.begin(), keys.end());
+  CATCH_CHECK(keys == std::vector<std::string>{"achieved_gflops", "backward_ms", "forward_ms",
+                                               "matmul_peak_gflops", "mfu", "ms_per_step", "optimizer_ms",
+                                               "peak_rss_mib", "threads", "tokens_per_s"});
+  CATCH_CHECK(j["tokens_per_s"].get<double>() > 0);
+  for (const char* phase : {"ms_per_step", "forward_ms", "backward_ms", "optimizer_ms"}) {
+    CATCH_INFO(phase);
+    CATCH_CHECK(j[phase].get<double>() > 0);
+  }
+  CATCH_CHECK(j["mfu"].get<double>() > 0);
+  CATCH_CHECK(j["mfu"].get<double>() < 1);
+  CATCH_CHECK(j["matmul_peak_gflops"].get<double>() > 1);
 }

@@ -1,0 +1,141 @@
+// The benchmark loop: the trainer's step without its bookkeeping, each phase timed separately.
+#include "run/bench.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "core/runtime.h"
+#include "model/cost_model.h"
+#include "model/transformer.h"
+#include "task/objective.h"
+#include "task/task.h"
+#include "train/diagnostics.h"
+#include "train/lr_schedule.h"
+#include "train/optimizer.h"
+#include "train/throughput.h"
+#include "train/trainer.h"
+
+namespace causal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+struct StepTimes {
+  double forward = 0.0, backward = 0.0, optimizer = 0.0, total = 0.0;
+  int64_t tokens = 0;
+};
+
+}  // namespace
+
+nlohmann::json BenchResult::to_json() const {
+  return {{"ms_per_step", ms_per_step},
+          {"tokens_per_s", tokens_per_s},
+          {"forward_ms", forward_ms},
+          {"backward_ms", backward_ms},
+          {"optimizer_ms", optimizer_ms},
+          {"achieved_gflops", achieved_gflops},
+          {"matmul_peak_gflops", matmul_peak_gflops},
+          {"mfu", mfu},
+          {"peak_rss_mib", peak_rss_mib},
+          {"threads", threads}};
+}
+
+BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
+  BenchResult result;
+  result.threads = configure_threads(config.threads);
+  const c10::Device device = resolve_device(config.device);
+  std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
+  torch::manual_seed(static_cast<uint64_t>(config.seed));
+  Transformer model(config.model);
+  model->to(device);
+  model->train();
+  auto optimizer = make_adamw(*model, config.train.optimizer);
+  const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
+  result.matmul_peak_gflops = measure_matmul_peak(device) / 1e9;
+
+  std::vector<StepTimes> timed;
+  const int64_t total_steps = options.warmup + options.steps;
+  for (int64_t step = 0; step < total_steps; ++step) {
+    StepTimes t;
+    const auto start = Clock::now();
+    set_learning_rate(*optimizer, lr_at(config.train, std::min(step, config.train.steps - 1)));
+    std::vector<Batch> micro_batches;
+    for (int64_t i = 0; i < config.train.grad_accum; ++i)
+      micro_batches.push_back(task->training_batches().next().to(device));
+    int64_t valid = 0;
+    for (const Batch& b : micro_batches) {
+      valid += b.valid_tokens();
+      t.tokens += b.labels.numel();
+    }
+    const double denominator = static_cast<double>(std::max<int64_t>(valid, 1));
+    model->zero_grad(/*set_to_none=*/true);
+    for (const Batch& b : micro_batches) {
+      auto phase = Clock::now();
+      const at::Tensor loss = loss_sum(model->forward(model_inputs(b)).logits, b.labels) / denominator;
+      synchronize(device);
+      t.forward += ms_since(phase);
+      phase = Clock::now();
+      loss.backward();
+      synchronize(device);
+      t.backward += ms_since(phase);
+    }
+    const auto phase = Clock::now();
+    clip_gradients(*model, config.train.grad_clip);
+    optimizer->step();
+    synchronize(device);
+    t.optimizer = ms_since(phase);
+    t.total = ms_since(start);
+    if (step >= options.warmup) timed.push_back(t);
+  }
+
+  std::vector<double> total, forward, backward, update, rate;
+  for (const StepTimes& t : timed) {
+    total.push_back(t.total);
+    forward.push_back(t.forward);
+    backward.push_back(t.backward);
+    update.push_back(t.optimizer);
+    rate.push_back(t.total > 0 ? 1000.0 * static_cast<double>(t.tokens) / t.total : 0.0);
+  }
+  result.ms_per_step = median(total);
+  result.forward_ms = median(forward);
+  result.backward_ms = median(backward);
+  result.optimizer_ms = median(update);
+  result.tokens_per_s = median(rate);
+  result.achieved_gflops = result.tokens_per_s * static_cast<double>(cost.flops.training_causal) / 1e9;
+  result.mfu = result.matmul_peak_gflops > 0 ? result.achieved_gflops / result.matmul_peak_gflops : 0.0;
+  result.peak_rss_mib = peak_rss_mib();
+  return result;
+}
+
+std::string format_bench(const BenchResult& r, const RunConfig& config) {
+  char text[1024];
+  std::snprintf(text, sizeof(text),
+                "bench %s: %lld layers, d_model %lld, batch %lld x grad_accum %lld, %lld threads\n"
+                "  ms/step        %10.2f   (forward %.2f, backward %.2f, optimizer %.2f)\n"
+                "  tokens/s       %10.0f   (input positions, padding included)\n"
+                "  GFLOP/s        %10.2f   of a measured matmul peak of %.2f: MFU %.3f\n"
+                "  peak RSS       %10.1f MiB\n",
+                config.name.c_str(), static_cast<long long>(config.model.n_layers),
+                static_cast<long long>(config.model.d_model), static_cast<long long>(config.train.batch_size),
+                static_cast<long long>(config.train.grad_accum), static_cast<long long>(r.threads),
+                r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms, r.tokens_per_s, r.achieved_gflops,
+                r.matmul_peak_gflops, r.mfu, r.peak_rss_mib);
+  return text;
+}
+
+}  // namespace causal

@@ -1,0 +1,41 @@
+// `causal bench`: the training step of a config, timed phase by phase, against a matmul peak measured in
+// the same process; nothing is written to disk.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "config/config.h"
+
+namespace causal {
+
+struct BenchOptions {
+  int64_t steps = 20;  // timed optimizer steps
+  int64_t warmup = 5;  // untimed steps first (allocator, caches, first-call costs)
+};
+
+// Medians over the timed steps, except the peak (best over sizes) and memory (peak so far).
+struct BenchResult {
+  double ms_per_step = 0.0;
+  double tokens_per_s = 0.0;  // input positions per second, padding included
+  double forward_ms = 0.0;    // forward passes and loss, all micro-batches of a step
+  double backward_ms = 0.0;
+  double optimizer_ms = 0.0;  // clipping and the AdamW update
+  double achieved_gflops = 0.0;
+  double matmul_peak_gflops = 0.0;
+  double mfu = 0.0;
+  double peak_rss_mib = 0.0;
+  int64_t threads = 0;
+
+  nlohmann::json to_json() const;  // exactly the fields above, by name
+};
+
+// Builds the model, optimizer and training batches as `causal train` would (same task, same step) and
+// times `warmup + steps` steps. Throws what train_run throws for a bad config or data.
+BenchResult run_bench(const RunConfig& config, const BenchOptions& options);
+
+// The human-readable table of a result.
+std::string format_bench(const BenchResult& result, const RunConfig& config);
+
+}  // namespace causal
