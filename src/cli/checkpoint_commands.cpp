@@ -96,7 +96,8 @@ Command add_report_command(CLI::App& app) {
       "checkpoint. Works while the run is still training; see docs/report.md.");
   report->add_option("--run", *run_dir, "Run folder (holds config.json and metrics.jsonl)")->required();
   return {report, [run_dir] {
-            std::cout << "written to " << write_report(*run_dir) << "\n";
+            const std::string written = write_report(*run_dir);  // before printing: it may throw
+            std::cout << "written to " << written << "\n";
             return kExitOk;
           }};
 }

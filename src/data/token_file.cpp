@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "io/atomic_file.h"
 
 namespace causal {
 namespace {
@@ -202,42 +203,6 @@ void check_body(const std::string& path, const TokenizerInfo& tok, int64_t n, in
   }
 }
 
-// Buffered writes to a file descriptor; every failure becomes a DataError naming the final path.
-class FdWriter {
- public:
-  FdWriter(int fd, const std::string& path) : fd_(fd), path_(path) { buffer_.reserve(kChunk); }
-  void put(const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    buffer_.insert(buffer_.end(), p, p + n);
-    if (buffer_.size() >= kChunk) flush();
-  }
-  void flush() {
-    size_t done = 0;
-    while (done < buffer_.size()) {
-      const ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) throw DataError(where(path_) + "write failed: " + errno_text());
-      done += static_cast<size_t>(w);
-    }
-    buffer_.clear();
-  }
-
- private:
-  static constexpr size_t kChunk = size_t{1} << 20;
-  int fd_;
-  const std::string& path_;
-  std::vector<unsigned char> buffer_;
-};
-
-void fsync_directory_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // the rename happened; durability of the directory entry is best effort
-  ::fsync(fd);
-  ::close(fd);
-}
-
 // Opens `path` read-only and checks it is a regular file; the caller closes the descriptor.
 std::pair<int, struct stat> open_regular_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -410,46 +375,30 @@ void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
   store<uint64_t>(header + kOffPad, tokenizer.pad_id);
   std::memcpy(header + kOffName, tokenizer.name.data(), tokenizer.name.size());
 
-  // Same directory as the target, so rename() is atomic; the pid keeps concurrent writers apart.
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw DataError(where(path) + "cannot create " + temp + ": " + errno_text());
-  try {
-    FdWriter out(fd, path);
-    out.put(header, sizeof(header));
-    for (int64_t id : tokens) {
-      if (h.dtype == TokenDtype::kU16) {
-        const auto v = static_cast<uint16_t>(id);
-        out.put(&v, sizeof(v));
-      } else {
-        const auto v = static_cast<uint32_t>(id);
-        out.put(&v, sizeof(v));
+  io_as<DataError>([&] {
+    write_file_atomically(path, [&](std::ostream& out) {
+      auto put = [&out](const void* data, size_t n) {
+        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+      };
+      put(header, sizeof(header));
+      for (int64_t id : tokens) {
+        if (h.dtype == TokenDtype::kU16) {
+          const auto v = static_cast<uint16_t>(id);
+          put(&v, sizeof(v));
+        } else {
+          const auto v = static_cast<uint32_t>(id);
+          put(&v, sizeof(v));
+        }
       }
-    }
-    const uint64_t written = kTokenFileHeaderBytes + tokens.size() * dtype_bytes(h.dtype);
-    const unsigned char zeros[8] = {};
-    out.put(zeros, align8(written) - written);
-    for (int64_t s : document_starts) {
-      const auto v = static_cast<uint64_t>(s);
-      out.put(&v, sizeof(v));
-    }
-    out.flush();
-    if (::fsync(fd) != 0) throw DataError(where(path) + "fsync failed: " + errno_text());
-    if (::close(fd) != 0) {
-      ::unlink(temp.c_str());
-      throw DataError(where(path) + "close failed: " + errno_text());
-    }
-  } catch (...) {
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw;
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string err = errno_text();
-    ::unlink(temp.c_str());
-    throw DataError(where(path) + "cannot rename " + temp + " into place: " + err);
-  }
-  fsync_directory_of(path);
+      const uint64_t written = kTokenFileHeaderBytes + tokens.size() * dtype_bytes(h.dtype);
+      const unsigned char zeros[8] = {};
+      put(zeros, align8(written) - written);
+      for (int64_t s : document_starts) {
+        const auto v = static_cast<uint64_t>(s);
+        put(&v, sizeof(v));
+      }
+    });
+  });
 }
 
 void check_same_tokenizer(const TokenizerInfo& found, const std::string& found_where,

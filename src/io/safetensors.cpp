@@ -2,8 +2,6 @@
 #include "io/safetensors.h"
 
 #include <ATen/ATen.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "io/atomic_file.h"
 
 namespace causal {
 namespace {
@@ -56,25 +55,18 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t length = text.size();
 
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw CheckpointError(where(path) + "cannot open for writing");
-  unsigned char prefix[8];
-  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));  // little-endian
-  out.write(reinterpret_cast<const char*>(prefix), 8);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const at::Tensor& t : data) {
-    out.write(static_cast<const char*>(t.data_ptr()),
-              static_cast<std::streamsize>(t.numel() * t.element_size()));
-  }
-  out.flush();
-  if (!out) throw CheckpointError(where(path) + "write failed");
-  out.close();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw CheckpointError(where(path) + "fsync failed");
-  }
-  ::close(fd);
+  io_as<CheckpointError>([&] {
+    write_file_synced(path, [&](std::ostream& out) {
+      unsigned char prefix[8];
+      for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));  // little-endian
+      out.write(reinterpret_cast<const char*>(prefix), 8);
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      for (const at::Tensor& t : data) {
+        out.write(static_cast<const char*>(t.data_ptr()),
+                  static_cast<std::streamsize>(t.numel() * t.element_size()));
+      }
+    });
+  });
 }
 
 NamedTensors load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {

@@ -157,3 +157,18 @@ CATCH_TEST_CASE("bench --json prints exactly the documented figures", "[unit][cl
   CATCH_CHECK(j["mfu"].get<double>() < 1);
   CATCH_CHECK(j["matmul_peak_gflops"].get<double>() > 1);
 }
+
+// A command that fails prints its one error line and nothing on stdout that looks like success.
+CATCH_TEST_CASE("report that cannot be written says only why, with exit 2", "[unit][cli]") {
+  const fs::path dir = scratch("report_blocked");
+  fs::create_directories(dir / "report.html" / "in-the-way");
+  std::ofstream(dir / "config.json")
+      << R"({"name": "x", "model": {"d_model": 32, "n_layers": 1, "n_heads": 4},
+    "data": {"kind": "text", "train": "a.tok", "val": "b.tok", "seq_len": 16}})";
+  const Result r = run_causal("report --run " + dir.string());
+  CATCH_CHECK(r.code == 2);
+  CATCH_CHECK(r.out.empty());
+  CATCH_CHECK(line_count(r.err) == 1);
+  CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains("report.html"));
+  fs::remove_all(dir);
+}

@@ -39,8 +39,9 @@ CATCH_TEST_CASE("a small byte-level model learns the Brown sample and layouts ag
       std::string(CAUSAL_SOURCE_DIR) + "/configs/text-small.json",
       {"data.train=" + encode.out, "data.val=" + encode.val_out, "model.n_layers=2", "model.d_model=64",
        "model.dropout=0.0", "train.steps=400", "train.schedule.warmup_steps=30", "train.eval_every=0"});
-  // The trainer is driven directly (not through train_run) so the trained weights stay in hand.
-  configure_threads(0);
+  // The trainer is driven directly (not through train_run) so the trained weights stay in hand. One thread:
+  // ctest runs tests side by side, and two tests with a thread per core each would fight over the cores.
+  configure_threads(1);
   auto folder = RunFolder::create((dir / "run").string(), "", config.name);
   TokenFile val(encode.val_out);
   TextRowOptions rows = TextRowOptions::from(config.data);
