@@ -35,11 +35,11 @@ DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF1
 MODEL_DEFAULTS = {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259, "d_model": 128,
                   "n_layers": 2, "n_heads": 4, "n_kv_heads": 0, "ffn": "gelu", "ffn_hidden": 0,
                   "ffn_multiple_of": 8, "norm": "layernorm", "norm_eps": 1e-5, "position": "rope",
-                  "max_seq_len": 256, "rope": {}, "attention": "reference", "qk_norm": False, "bias": True,
-                  "tie_embeddings": False, "dropout": 0.0, "init_std": 0.02}
+                  "max_seq_len": 256, "rope": {}, "attention": "reference", "attention_block": 64,
+                  "qk_norm": False, "bias": True, "tie_embeddings": False, "dropout": 0.0, "init_std": 0.02}
 ROPE_DEFAULTS = {"theta": 10000.0, "pairing": "interleaved", "scaling": "none", "factor": 1.0}
 ENUMS = {"ffn": ("gelu", "swiglu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
-         "attention": ("reference", "sdpa"), "pairing": ("interleaved", "halves"),
+         "attention": ("reference", "sdpa", "flash"), "pairing": ("interleaved", "halves"),
          "scaling": ("none", "linear")}
 BATCH_NAMES = ("tokens", "positions", "segment_ids", "key_valid", "labels", "logits", "loss")
 

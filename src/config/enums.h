@@ -12,7 +12,7 @@ enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionKind { kNone, kLearned, kRope };
 enum class RopePairing { kInterleaved, kHalves };
 enum class RopeScaling { kNone, kLinear };
-enum class AttentionKind { kReference, kSdpa };
+enum class AttentionKind { kReference, kSdpa, kFlash };
 enum class DataKind { kRetrieval, kText };
 enum class EvidencePosition { kUniform, kFixed };
 enum class TextLayout { kPacked, kPadded };
@@ -39,7 +39,8 @@ CAUSAL_ENUM_TABLE(PositionKind, {PositionKind::kNone, "none"}, {PositionKind::kL
                   {PositionKind::kRope, "rope"})
 CAUSAL_ENUM_TABLE(RopePairing, {RopePairing::kInterleaved, "interleaved"}, {RopePairing::kHalves, "halves"})
 CAUSAL_ENUM_TABLE(RopeScaling, {RopeScaling::kNone, "none"}, {RopeScaling::kLinear, "linear"})
-CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {AttentionKind::kSdpa, "sdpa"})
+CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {AttentionKind::kSdpa, "sdpa"},
+                  {AttentionKind::kFlash, "flash"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},
                   {EvidencePosition::kFixed, "fixed"})

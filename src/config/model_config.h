@@ -52,7 +52,8 @@ struct ModelConfig {
   PositionKind position = PositionKind::kRope;      // "none" | "learned" | "rope"
   int64_t max_seq_len = 256;                        // longest sequence (learned table size; checked for all)
   RopeConfig rope;                                  // used when position == "rope"
-  AttentionKind attention = AttentionKind::kReference;  // "reference" (explicit scores) | "sdpa" (fused op)
+  AttentionKind attention = AttentionKind::kReference;  // "reference" (explicit scores) | "sdpa" | "flash"
+  int64_t attention_block = 64;                         // keys per block of "flash" (tiled online softmax)
   bool qk_norm = false;                                 // RMS-normalise q and k per head before scoring
   bool bias = true;                                     // biases in linear layers and LayerNorm
   bool tie_embeddings = false;                          // head reuses the (single) input embedding
@@ -76,6 +77,7 @@ struct ModelConfig {
     v.field("max_seq_len", max_seq_len);
     v.field("rope", rope);
     v.field("attention", attention);
+    v.field("attention_block", attention_block);
     v.field("qk_norm", qk_norm);
     v.field("bias", bias);
     v.field("tie_embeddings", tie_embeddings);

@@ -123,6 +123,14 @@ void validate_model(const ModelConfig& m, const Checker& check) {
   check.positive("model.rope.factor", m.rope.factor);
   check.in_range("model.dropout", m.dropout, 0.0, true, 1.0, false);
   check.positive("model.init_std", m.init_std);
+  check.at_least("model.attention_block", m.attention_block, 1);
+  // The tiled kernel drops no attention weights, and silently training without them would change the run.
+  if (m.attention == AttentionKind::kFlash && m.dropout > 0) {
+    check.fail("model.dropout",
+               "must be 0 with model.attention \"flash\" (flash does not apply "
+               "attention-weight dropout), got " +
+                   format_number(m.dropout) + "; hint: dropout 0, or attention \"reference\" or \"sdpa\"");
+  }
 
   if (m.d_model % m.n_heads != 0) {
     const std::string hint = nearby_divisors(m.d_model, m.n_heads);

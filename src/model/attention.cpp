@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "model/flash_attention.h"
 #include "model/kv_cache.h"
 
 namespace causal {
@@ -74,6 +75,11 @@ AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionCo
   AttentionResult result;
   if (options_.kernel() == AttentionKind::kReference || context.want_weights) {
     result = attention_reference(q, k, v, context.allowed, dropout_p, context.want_weights);
+  } else if (options_.kernel() == AttentionKind::kFlash) {
+    // The tiled kernel never holds a block's weights long enough to drop them consistently in backward.
+    TORCH_CHECK(dropout_p == 0.0, "[attention] \"flash\" applies no attention-weight dropout, got dropout ",
+                dropout_p, " (hint: dropout 0, or attention \"reference\" / \"sdpa\")");
+    result.out = attention_flash(q, k, v, context.allowed, options_.block());
   } else {
     result.out = attention_sdpa(q, k, v, context.allowed, dropout_p);
   }

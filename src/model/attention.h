@@ -28,10 +28,11 @@ struct AttentionOptions {
   TORCH_ARG(bool, bias) = true;                                  // biases in the four projections
   TORCH_ARG(bool, qk_norm) = false;                              // RMSNorm over dk on q and k, per head
   TORCH_ARG(double, norm_eps) = 1e-5;                            // eps of the qk norms
-  TORCH_ARG(AttentionKind, kernel) = AttentionKind::kReference;  // "reference" | "sdpa"
-  TORCH_ARG(double, dropout) = 0.0;                              // on attention weights, train mode only
-  TORCH_ARG(double, init_std) = 0.02;                            // std of q/k/v_proj weights
-  TORCH_ARG(double, out_init_std) = 0.02;                        // std of o_proj weights
+  TORCH_ARG(AttentionKind, kernel) = AttentionKind::kReference;  // "reference" | "sdpa" | "flash"
+  TORCH_ARG(int64_t, block) = 64;                                // keys per block of the "flash" kernel
+  TORCH_ARG(double, dropout) = 0.0;        // on attention weights, train mode only ("flash": must be 0)
+  TORCH_ARG(double, init_std) = 0.02;      // std of q/k/v_proj weights
+  TORCH_ARG(double, out_init_std) = 0.02;  // std of o_proj weights
 };
 
 // Everything one layer's attention needs besides its input; built once per forward by the Transformer.

@@ -20,6 +20,7 @@ BlockImpl::BlockImpl(const ModelConfig& config) : dropout_(config.dropout) {
                                             .qk_norm(config.qk_norm)
                                             .norm_eps(config.norm_eps)
                                             .kernel(config.attention)
+                                            .block(config.attention_block)
                                             .dropout(config.dropout)
                                             .init_std(config.init_std)
                                             .out_init_std(out_std)));

@@ -51,7 +51,8 @@ const char* const kNonDefaultRetrieval = R"({
     "ffn": "swiglu", "ffn_hidden": 200, "ffn_multiple_of": 16, "norm": "rmsnorm", "norm_eps": 1e-6,
     "position": "learned", "max_seq_len": 64,
     "rope": {"theta": 500000.5, "pairing": "halves", "scaling": "linear", "factor": 2.5},
-    "attention": "sdpa", "qk_norm": true, "bias": false, "tie_embeddings": true, "dropout": 0.1,
+    "attention": "sdpa", "attention_block": 32, "qk_norm": true, "bias": false, "tie_embeddings": true,
+    "dropout": 0.1,
     "init_std": 0.0123456789012345
   },
   "data": {"kind": "retrieval", "key_count": 12, "value_count": 12, "pairs": 5, "distractors": 2,
@@ -75,7 +76,8 @@ const char* const kNonDefaultText = R"({
     "ffn": "swiglu", "ffn_hidden": 256, "ffn_multiple_of": 32, "norm": "rmsnorm", "norm_eps": 1e-6,
     "position": "learned", "max_seq_len": 64,
     "rope": {"theta": 20000, "pairing": "halves", "scaling": "linear", "factor": 4},
-    "attention": "sdpa", "qk_norm": true, "bias": false, "tie_embeddings": true, "dropout": 0.25,
+    "attention": "sdpa", "attention_block": 7, "qk_norm": true, "bias": false, "tie_embeddings": true,
+    "dropout": 0.25,
     "init_std": 0.01
   },
   "data": {"kind": "text", "train": "data/a.train.tok", "val": "data/a.val.tok", "seq_len": 48,
@@ -390,6 +392,7 @@ CATCH_TEST_CASE("config: each out-of-range value is rejected with its path and t
       {"model.dropout=1", "model.dropout", "must be in [0, 1), got 1"},
       {"model.dropout=-0.1", "model.dropout", "must be in [0, 1), got -0.1"},
       {"model.init_std=0", "model.init_std", "must be > 0 and finite, got 0"},
+      {"model.attention_block=0", "model.attention_block", "must be >= 1, got 0"},
       {"data.key_count=0", "data.key_count", "must be >= 1, got 0"},
       {"data.value_count=0", "data.value_count", "must be >= 1, got 0"},
       {"data.pairs=0", "data.pairs", "must be >= 1, got 0"},
@@ -437,6 +440,18 @@ CATCH_TEST_CASE("config: range boundaries that are allowed are accepted", "[unit
        "model.n_kv_heads=0"});
   CATCH_CHECK(c.train.optimizer.lr == 1000.0);
   CATCH_CHECK(c.model.n_kv_heads == 4);
+}
+
+// Invariant: a run never trains with model.dropout silently missing from the attention weights: "flash"
+// applies none, so the config refuses the combination instead of dropping only the residual branches.
+CATCH_TEST_CASE("config: attention flash refuses attention-weight dropout", "[unit][config]") {
+  const ConfigError e = override_error({"model.attention=flash", "model.dropout=0.1"});
+  CATCH_CHECK(e.path() == "model.dropout");
+  CATCH_CHECK_THAT(what(e), Contains("flash does not apply attention-weight dropout"));
+  const RunConfig ok = causal::parse_config_text(kDocumentedExample, "cfg.json",
+                                                 {"model.attention=flash", "model.attention_block=1"});
+  CATCH_CHECK(ok.model.attention == causal::AttentionKind::kFlash);
+  CATCH_CHECK(ok.model.attention_block == 1);
 }
 
 CATCH_TEST_CASE("config: head and width divisibility is checked", "[unit][config]") {

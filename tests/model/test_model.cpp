@@ -31,7 +31,8 @@ ModelConfig tiny_config(PositionKind position = PositionKind::kRope,
   c.position = position;
   c.max_seq_len = 32;
   c.attention = kernel;
-  c.init_std = 0.1;  // larger than the default so that perturbation effects are far above rounding
+  c.attention_block = 3;  // several key blocks (one not full) for "flash" at these lengths
+  c.init_std = 0.1;       // larger than the default so that perturbation effects are far above rounding
   return c;
 }
 
@@ -52,7 +53,9 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 const char* name_of(PositionKind p) {
   return p == PositionKind::kRope ? "rope" : p == PositionKind::kLearned ? "learned" : "none";
 }
-const char* name_of(AttentionKind k) { return k == AttentionKind::kReference ? "reference" : "sdpa"; }
+const char* name_of(AttentionKind k) {
+  return k == AttentionKind::kReference ? "reference" : k == AttentionKind::kSdpa ? "sdpa" : "flash";
+}
 
 }  // namespace
 
@@ -164,10 +167,11 @@ CATCH_TEST_CASE("model: parameter counts follow the stated formulas", "[unit][mo
 }
 
 // Invariant: changing inputs at positions >= t leaves logits at positions < t bitwise unchanged (CPU), for
-// both kernels and every position kind, while later logits do change.
+// every kernel and every position kind, while later logits do change.
 CATCH_TEST_CASE("model: perturbing future inputs leaves earlier logits bitwise unchanged",
                 "[contract][model]") {
-  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+  for (const AttentionKind kernel :
+       {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash}) {
     for (const PositionKind position : {PositionKind::kRope, PositionKind::kLearned, PositionKind::kNone}) {
       CATCH_INFO("kernel " << name_of(kernel) << ", position " << name_of(position));
       torch::manual_seed(31);
@@ -190,7 +194,8 @@ CATCH_TEST_CASE("model: perturbing future inputs leaves earlier logits bitwise u
 // Invariant: GQA (and MQA) equal MHA whose K/V heads are the GQA heads repeated, query head h -> KV head h/G.
 CATCH_TEST_CASE("model: GQA and MQA equal MHA with repeated KV heads", "[contract][model]") {
   for (const int64_t kv_heads : {2, 1}) {
-    for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+    for (const AttentionKind kernel :
+         {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash}) {
       CATCH_INFO("n_kv_heads " << kv_heads << ", kernel " << name_of(kernel));
       torch::manual_seed(32);
       ModelConfig gc = tiny_config(PositionKind::kRope, kernel);
@@ -231,7 +236,8 @@ CATCH_TEST_CASE("model: GQA and MQA equal MHA with repeated KV heads", "[contrac
 
 // Invariant: token-by-token cached decoding gives the full causal pass's logits (RoPE at absolute positions).
 CATCH_TEST_CASE("model: KV cache token by token equals the full pass", "[contract][model][kv_cache]") {
-  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+  for (const AttentionKind kernel :
+       {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash}) {
     for (const PositionKind position : {PositionKind::kRope, PositionKind::kLearned}) {
       for (const int64_t max_len : {0, 16}) {
         CATCH_INFO("kernel " << name_of(kernel) << ", position " << name_of(position) << ", max_len "
@@ -276,7 +282,8 @@ CATCH_TEST_CASE("model: KV cache token by token equals the full pass", "[contrac
 // Invariant: decoding in multi-token chunks (rectangular masks) equals the full pass, also with left padding,
 // packed segments and per-document positions carried by the cache.
 CATCH_TEST_CASE("model: multi-token cached chunks equal the full pass", "[contract][model][kv_cache]") {
-  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+  for (const AttentionKind kernel :
+       {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash}) {
     for (const int64_t max_len : {0, 12}) {
       CATCH_INFO("kernel " << name_of(kernel) << ", max_len " << max_len);
       torch::manual_seed(34);
@@ -334,7 +341,8 @@ CATCH_TEST_CASE("model: fully masked rows give zero attention output and finite 
   const auto allowed = build_allowed_mask(torch::arange(time), torch::arange(time), valid, {}, {});
   CATCH_REQUIRE_FALSE(allowed[1][0][0].any().item<bool>());
 
-  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+  for (const AttentionKind kernel :
+       {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash}) {
     CATCH_INFO("kernel " << name_of(kernel));
     // Attention module without biases: zero attention output means o_proj's output is exactly zero.
     Attention attn(AttentionOptions(32, 4, 2).bias(false).kernel(kernel).init_std(0.1).out_init_std(0.1));
