@@ -39,10 +39,10 @@ Command add_bench_command(CLI::App& app) {
   bench->add_option("--set", flags->overrides, kSetHelp);
   bench->add_option("--steps", flags->options.steps, "Timed steps")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   bench->add_option("--warmup", flags->options.warmup, "Untimed steps before them")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   bench->add_flag(
       "--json", flags->json,
       "Print one JSON object with exactly the keys tokens_per_s, ms_per_step, forward_ms, backward_ms, "

@@ -58,7 +58,7 @@ Command add_eval_command(CLI::App& app) {
   eval->add_option("--probe-batches", request->probe_batches,
                    "Text runs: validation batches the probes use (retrieval uses the whole test split)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   return {eval, [request] { return run_eval(*request); }};
 }
 
@@ -72,13 +72,17 @@ Command add_generate_command(CLI::App& app) {
   generate->add_option("--prompt", request->prompt, "Prompt text (encoded as BOS + its bytes)")->required();
   generate->add_option("--max-new-tokens", request->max_new_tokens, "Tokens to generate at most")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  generate->add_option("--temperature", request->temperature, "Softmax temperature; 0 = greedy (argmax)")
+      ->check(at_least(1));
+  // Range checks (finite, >= 0; top-k <= vocab) are generate_text's: NaN and inf pass CLI11's checks.
+  generate
+      ->add_option("--temperature", request->temperature,
+                   "Softmax temperature, finite, >= 0; 0 = greedy (argmax)")
+      ->capture_default_str();
+  generate
+      ->add_option("--top-k", request->top_k,
+                   "Sample among the K likeliest tokens (K <= the vocabulary); 0 = all")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  generate->add_option("--top-k", request->top_k, "Sample among the K likeliest tokens; 0 = all")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   generate->add_option("--seed", request->seed, "Seed of the sampling generator")->capture_default_str();
   generate->add_option("--set", request->overrides, "Override device or threads");
   generate->add_flag("--verify-cache", request->verify_cache,

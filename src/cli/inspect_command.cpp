@@ -46,9 +46,9 @@ Command add_inspect_command(CLI::App& app) {
   inspect
       ->add_option("--context", flags->context,
                    "Context length T for FLOPs and KV cache (default: model.max_seq_len)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   inspect->add_option("--batch", flags->batch, "Sequences in the KV cache and memory plan")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   inspect->add_option("--dtype", flags->dtype, "Storage type of parameters, gradients and KV cache")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   inspect->add_flag("--json", flags->json, "Print the same figures as one JSON object");

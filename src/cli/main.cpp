@@ -48,6 +48,19 @@ int main(int argc, char** argv) {
       causal::cli::add_report_command(app), causal::cli::add_data_command(app),
       causal::cli::add_bench_command(app)};
 
+  // CLI11 reports an unknown command only as "A subcommand is required": name it and the commands.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const causal::cli::Command& command : commands) {
+      known = known || command.app->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + command.app->get_name();
+    }
+    if (!known) {
+      return fail(causal::kExitConfig, std::string("unknown command '") + argv[1] + "'; expected one of " +
+                                           names + " (see causal --help)");
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -16,6 +16,18 @@ const char* const kSetHelp =
     "train.optimizer.lr=3e-4 --set data.kind=text. Repeatable; applied in order before validation "
     "(fields: docs/config.md)";
 
+CLI::Validator at_least(int64_t min) {
+  const std::string bound = std::to_string(min);
+  return CLI::Validator(
+      [min, bound](std::string& text) -> std::string {
+        int64_t value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < min)
+          return "expected an integer >= " + bound + ", got " + text;
+        return "";
+      },
+      "INT >= " + bound);
+}
+
 namespace {
 
 struct TrainFlags {
@@ -71,7 +83,7 @@ Command add_train_command(CLI::App& app) {
       ->add_option("--stop-at-step", flags->request.stop_at_step,
                    "Save a checkpoint after step K and exit 0, as a preempted run would (to reproduce an "
                    "interruption exactly)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   train->add_option("--inject-fault", flags->request.inject_fault,
                     "Fault injection for drills and tests: KIND:NAME@STEP fills a weight (weight:PARAM), a "
                     "sub-layer output (activation:embed|blocks.<i>.attn|blocks.<i>.ffn|final_norm|logits) or "

@@ -4,7 +4,9 @@
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <torch/cuda.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -58,6 +60,15 @@ c10::Device resolve_device(const std::string& device) {
     throw ConfigError("device", device, "not supported (expected cpu or cuda[:N])");
   }
   return parsed;
+}
+
+int64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  int64_t bytes = pages > 0 && page_size > 0 ? static_cast<int64_t>(pages) * page_size : 0;
+  // "max" (no limit) does not parse as a number and leaves the machine's figure.
+  std::ifstream limit_file("/sys/fs/cgroup/memory.max");
+  if (long long limit = 0; limit_file >> limit && limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;
+  return bytes;
 }
 
 }  // namespace causal

@@ -20,4 +20,8 @@ void set_blas_num_threads(int threads);
 // throws ConfigError naming the device otherwise.
 c10::Device resolve_device(const std::string& device);
 
+// Memory this process can use: physical RAM (sysconf), or the cgroup v2 limit when that is lower
+// (containers). 0 when neither can be read.
+int64_t physical_memory_bytes();
+
 }  // namespace causal

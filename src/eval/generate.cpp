@@ -5,6 +5,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/utils.h>
 
+#include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/errors.h"
@@ -15,6 +17,12 @@
 
 namespace causal {
 namespace {
+
+std::string format_double(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
 
 // Picks the next id from (V) logits: argmax at temperature 0, else a draw from the tempered softmax
 // restricted to the top_k largest logits.
@@ -31,6 +39,18 @@ int64_t pick_token(const at::Tensor& logits, double temperature, int64_t top_k, 
 }  // namespace
 
 GenerateResult generate_text(const GenerateRequest& request) {
+  // NaN and inf would reach the sampler as NaN probabilities (a LibTorch error); refused before loading.
+  if (!std::isfinite(request.temperature) || request.temperature < 0.0) {
+    throw UsageError("generate: --temperature " + format_double(request.temperature) +
+                     ": expected a finite number >= 0 (0 = greedy)");
+  }
+  if (request.top_k < 0) {
+    throw UsageError("generate: --top-k " + std::to_string(request.top_k) + ": expected >= 0 (0 = all)");
+  }
+  if (request.max_new_tokens < 1) {
+    throw UsageError("generate: --max-new-tokens " + std::to_string(request.max_new_tokens) +
+                     ": expected >= 1");
+  }
   for (const std::string& o : request.overrides) {
     if (o.rfind("device=", 0) != 0 && o.rfind("threads=", 0) != 0)
       throw UsageError("generate: --set " + o + ": only device and threads can be set");
@@ -47,6 +67,13 @@ GenerateResult generate_text(const GenerateRequest& request) {
   if (config.model.output_vocab != info.vocab_size) {
     throw DataError("[generate] tokenizer " + info.describe() + " does not fit the model's output_vocab " +
                     std::to_string(config.model.output_vocab));
+  }
+
+  if (request.top_k > config.model.output_vocab) {
+    throw UsageError("generate: --top-k " + std::to_string(request.top_k) +
+                     " exceeds the model's vocabulary of " + std::to_string(config.model.output_vocab) +
+                     " tokens (model.output_vocab); expected 0 (all) to " +
+                     std::to_string(config.model.output_vocab));
   }
 
   GenerateResult result;

@@ -1,6 +1,7 @@
 // Parameter counts, FLOPs, KV-cache bytes and memory plan by arithmetic on a resolved ModelConfig.
 #include "model/cost_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -130,6 +131,19 @@ InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t b
                           "] (0 = max_seq_len), got " + std::to_string(context));
   }
   if (batch < 1) throw ConfigError("--batch", "", "must be >= 1, got " + std::to_string(batch));
+  {
+    // validate() bounds one sequence's figures below 2^62; `batch` of them must stay below it too.
+    const int64_t per_sequence = std::max<int64_t>(
+        1, std::max((m.n_layers * (t * (8 * m.d_model + 4 * m.ffn_hidden) + 2 * m.n_heads * t * t) +
+                     t * (3 * m.d_model + 2 * m.output_vocab)) *
+                        8,
+                    2 * m.n_layers * t * m.n_kv_heads * m.head_dim() * 8));
+    if (batch > (int64_t{1} << 62) / per_sequence) {
+      throw ConfigError("--batch", "",
+                        std::to_string(batch) +
+                            " sequences of this model need more than 2^62 bytes of activations; reduce it");
+    }
+  }
   r.batch = batch;
   r.dtype = dtype;
   const int64_t b = bytes_per_element(dtype);
@@ -169,6 +183,24 @@ InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t b
   r.scaling.compute_optimal_tokens = 20 * p.total;
   r.scaling.compute_optimal_flops = 6.0 * static_cast<double>(p.total) * static_cast<double>(20 * p.total);
   return r;
+}
+
+int64_t training_bytes(const MemoryPlan& memory) { return memory.training + memory.activations; }
+
+void check_training_memory(const InspectReport& r, int64_t memory_bytes, const std::string& where) {
+  const int64_t needed = training_bytes(r.memory);
+  if (memory_bytes <= 0 || needed <= memory_bytes) return;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  auto gib = [&](int64_t bytes) { return fixed2(static_cast<double>(bytes) / kGiB) + " GiB"; };
+  throw ConfigError(
+      "memory", "model.d_model, model.n_layers, train.batch_size",
+      "training needs about " + gib(needed) + " (parameters " + gib(r.memory.parameters) + " + gradients " +
+          gib(r.memory.gradients) + " + AdamW state " + gib(r.memory.optimizer) + " + activations " +
+          gib(r.memory.activations) + " for a micro-batch of " + std::to_string(r.batch) + " x " +
+          std::to_string(r.flops.context) + ", estimate of `causal inspect`) but " + where + " has " +
+          gib(memory_bytes) + "; reduce model.d_model (" + std::to_string(r.model.d_model) +
+          "), model.n_layers (" + std::to_string(r.model.n_layers) + ") or train.batch_size (" +
+          std::to_string(r.batch) + ")");
 }
 
 std::string format_inspect(const InspectReport& r) {

@@ -89,6 +89,14 @@ ParameterCounts parameter_counts(const ModelConfig& model);
 InspectReport inspect_model(const ModelConfig& model, int64_t context = 0, int64_t batch = 1,
                             const std::string& dtype = "fp32");
 
+// Bytes a training step holds by the plan: parameters + gradients + AdamW state + activations.
+int64_t training_bytes(const MemoryPlan& memory);
+
+// Throws ConfigError (one line naming model.d_model, model.n_layers, train.batch_size and the estimate in
+// GiB) when training_bytes(report.memory) exceeds `memory_bytes`, which `where` describes ("this
+// machine"). memory_bytes <= 0 (unknown) passes. Called before the model is built, so nothing is allocated.
+void check_training_memory(const InspectReport& report, int64_t memory_bytes, const std::string& where);
+
 // Human table: exact integers, with MiB/GiB (bytes) and K/M/G (counts) beside them.
 std::string format_inspect(const InspectReport& report);
 

@@ -60,12 +60,14 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
   result.threads = configure_threads(config.threads);
   const c10::Device device = resolve_device(config.device);
   std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
+  // Before the model is built: a model that cannot fit is refused with its estimate (as `train` does).
+  const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
+  if (device.is_cpu()) check_training_memory(cost, physical_memory_bytes(), "this machine");
   torch::manual_seed(static_cast<uint64_t>(config.seed));
   Transformer model(config.model);
   model->to(device);
   model->train();
   auto optimizer = make_adamw(*model, config.train.optimizer);
-  const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
   result.matmul_peak_gflops = measure_matmul_peak(device) / 1e9;
 
   std::vector<StepTimes> timed;

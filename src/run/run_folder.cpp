@@ -12,6 +12,20 @@
 namespace causal {
 namespace fs = std::filesystem;
 
+namespace {
+
+// The pid the holder of a run folder's lock wrote into it ("" if unreadable or not a number).
+std::string lock_holder(int fd) {
+  char buffer[32] = {};
+  const ssize_t n = ::pread(fd, buffer, sizeof(buffer) - 1, 0);
+  std::string text(buffer, n > 0 ? static_cast<size_t>(n) : 0);
+  text = text.substr(0, text.find('\n'));
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  return digits ? text : "";
+}
+
+}  // namespace
+
 bool RunFolder::is_empty_or_absent(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return true;
@@ -48,10 +62,18 @@ RunFolder::RunFolder(fs::path path) : path_(std::move(path)) {
   const fs::path lock = path_ / ".lock";
   lock_fd_ = ::open(lock.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
   if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const std::string holder = lock_fd_ >= 0 ? lock_holder(lock_fd_) : "";
     if (lock_fd_ >= 0) ::close(lock_fd_);
     throw RunFolderError("run folder " + path_.string() + " is locked by another causal process (" +
-                         lock.string() + ")");
+                         (holder.empty() ? "" : "pid " + holder + ", ") + lock.string() +
+                         "); wait for it to end or stop it");
   }
+  // The holder's pid, for the error another process reports (the flock, not this text, is the lock).
+  // Best effort: a failed write only costs a later refusal its pid.
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  const bool written = ::ftruncate(lock_fd_, 0) == 0 &&
+                       ::pwrite(lock_fd_, pid.data(), pid.size(), 0) == static_cast<ssize_t>(pid.size());
+  static_cast<void>(written);
   metrics_.open(path_ / "metrics.jsonl", std::ios::app);
   if (!metrics_) throw RunFolderError("cannot write " + (path_ / "metrics.jsonl").string());
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((path_ / "log.txt").string());
@@ -78,6 +100,14 @@ void RunFolder::write_json(const std::string& file, const nlohmann::json& value)
 void RunFolder::append_metrics(const nlohmann::json& row) {
   metrics_ << row.dump() << "\n";
   metrics_.flush();
+}
+
+void RunFolder::clear_metrics() {
+  const fs::path file = path_ / "metrics.jsonl";
+  metrics_.close();
+  io_as<RunFolderError>([&] { write_file_atomically(file, ""); });
+  metrics_.open(file, std::ios::app);
+  if (!metrics_) throw RunFolderError("cannot write " + file.string());
 }
 
 void RunFolder::truncate_metrics_after(int64_t step) {

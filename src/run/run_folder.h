@@ -34,6 +34,8 @@ class RunFolder : public TrainOutput {
   void append_metrics(const nlohmann::json& row) override;
   // Drops metrics rows logged after `step` (a resumed run repeats those steps); rewritten atomically.
   void truncate_metrics_after(int64_t step);
+  // Empties metrics.jsonl (a run restarted from step 0 logs every step again); rewritten atomically.
+  void clear_metrics();
   // Logs to log.txt (everything) and stderr (info and above).
   spdlog::logger& log() override { return *logger_; }
 

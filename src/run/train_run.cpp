@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/forensics_bundle.h"
 #include "config/config_io.h"
@@ -84,6 +85,39 @@ nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluati
   return results;
 }
 
+// --resume auto on an explicit --run-dir that holds this very run (config.json with the same model, data,
+// seed and name) and no checkpoint at all: the run was killed before its first checkpoint (SIGKILL, a
+// cluster's preemption) and starts again there from step 0, so a requeue loop converges. False where
+// RunFolder::create decides (empty, absent, not a run folder, finished, or holding checkpoints that do not
+// verify: those are never replaced); throws RunFolderError for a folder of another run.
+bool restarts_in_place(const StartPlan& plan, const TrainRequest& request,
+                       const nlohmann::json& config_json) {
+  if (request.resume != "auto" || request.run_dir.empty() || !plan.continue_in.empty() || plan.fork_from)
+    return false;
+  const fs::path dir = request.run_dir;
+  if (RunFolder::is_empty_or_absent(dir) || fs::exists(dir / "results.json")) return false;
+  std::ifstream in(dir / "config.json");
+  if (!in) return false;
+  const nlohmann::json stored = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!stored.is_object()) return false;
+  const std::vector<std::string> differences =
+      config_differences(stored, config_json, {"model", "data", "seed", "name"});
+  if (!differences.empty()) {
+    std::string first = differences.front();
+    if (const auto at = first.find(": checkpoint "); at != std::string::npos)
+      first.replace(at, 13, ": its config.json ");
+    throw RunFolderError(
+        "run folder " + dir.string() + " holds another run (" + first +
+        (differences.size() > 1 ? ", and " + std::to_string(differences.size() - 1) + " more" : "") +
+        "); choose another --run-dir (runs are never overwritten)");
+  }
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir / "checkpoints", ec)) {
+    if (entry.path().filename().string().rfind("step_", 0) == 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
@@ -97,10 +131,23 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   const StartPlan plan = plan_start({request.resume, request.run_dir, request.runs_root}, config.name, steps);
   std::unique_ptr<RunFolder> folder;
   if (!plan.continue_in.empty()) folder = RunFolder::open_existing(plan.continue_in);
+  const bool restart = restarts_in_place(plan, request, config_json);
+  if (restart) {
+    folder = RunFolder::open_existing(request.run_dir);  // locked: no other process writes there now
+    remove_stale_temporaries(folder->path() / "checkpoints");
+    if (fs::is_directory(folder->path() / "checkpoints") &&
+        latest_valid_checkpoint(folder->path() / "checkpoints")) {
+      throw RunFolderError("run folder " + request.run_dir +
+                           " received a checkpoint while this run was starting; run the command again");
+    }
+  }
   const std::optional<CheckpointInfo> from = checkpoint_to_continue(plan);
   check_stop_at_step(request, steps, from);
 
   std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
+  // Before any folder is written or tensor allocated: a model that cannot fit is refused with its estimate.
+  const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
+  if (device.is_cpu()) check_training_memory(cost, physical_memory_bytes(), "this machine");
   if (from) check_resumable(*from, config_json, task->identity(), folder ? &folder->log() : nullptr);
   if (from) {
     if (std::optional<nlohmann::json> results = finished_results(plan, *from, steps)) {
@@ -113,6 +160,13 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   }
   if (!folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
   if (from && !plan.continue_in.empty()) folder->truncate_metrics_after(from->state.step);
+  if (restart) {
+    folder->clear_metrics();
+    folder->log().info(
+        "restarting {} at step 0: it holds this run's config and no checkpoint (stopped before its first "
+        "one); log.txt continues, metrics.jsonl starts again",
+        folder->path().string());
+  }
   folder->write_json("config.json", config_json);
   auto& log = folder->log();
 
@@ -121,7 +175,6 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   model->to(device);
   log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
            count_parameters(*model), task->describe(), device.str(), threads);
-  const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
   const double peak_flops = measure_matmul_peak(device);
   log_cost_plan(log, cost, peak_flops);
 

@@ -200,6 +200,11 @@ CATCH_TEST_CASE("generate --verify-cache matches the full pass and sampling is r
   const Result a = run_causal(base + "--seed 3 --top-k 5"), b = run_causal(base + "--seed 3 --top-k 5");
   CATCH_CHECK(a.code == 0);
   CATCH_CHECK(a.out == b.out);
+  // --top-k above the vocabulary used to sample silently from all of it.
+  const Result wide = run_causal(base + "--top-k 300");
+  CATCH_CHECK(wide.code == 2);
+  CATCH_CHECK(line_count(wide.err) == 1);
+  CATCH_CHECK_THAT(wide.err, Catch::Matchers::Contains("--top-k 300") && Catch::Matchers::Contains("259"));
   const Result long_prompt =
       run_causal("generate --run " + run.string() + " --prompt " + std::string(24, 'x'));
   CATCH_CHECK(long_prompt.code == 2);
@@ -210,4 +215,46 @@ CATCH_TEST_CASE("generate --verify-cache matches the full pass and sampling is r
   CATCH_REQUIRE(train_retrieval(retrieval, 2).code == 0);
   CATCH_CHECK(run_causal("generate --run " + retrieval.string() + " --prompt x").code == 4);
   fs::remove_all(retrieval);
+}
+
+// A run SIGKILLed before its first checkpoint restarts in place with --resume auto (a requeue loop used
+// to fail forever: "already holds a run"); while it runs, its lock names the holder's pid; another run's
+// config and --resume never are still refused and leave the folder as it was.
+CATCH_TEST_CASE("a run killed before its first checkpoint restarts in place with --resume auto",
+                "[e2e][cli][resume]") {
+  const fs::path dir = scratch("sigkill");
+  const pid_t pid = start_training(dir, "--set train.checkpoint_every=0");
+  CATCH_REQUIRE(wait_for_rows(dir, 1));
+  const std::string again = "train --config configs/retrieval.json --set train.log_every=1 --run-dir " +
+                            dir.string() + " --set train.steps=5";
+  const Result locked = run_causal(again);
+  CATCH_CHECK(locked.code == 2);
+  CATCH_CHECK(line_count(locked.err) == 1);
+  CATCH_CHECK_THAT(locked.err, Catch::Matchers::Contains("locked") &&
+                                   Catch::Matchers::Contains("pid " + std::to_string(pid)));
+  kill(pid, SIGKILL);
+  CATCH_CHECK(exit_code(pid) == 128 + SIGKILL);
+  CATCH_REQUIRE(!fs::exists(dir / "checkpoints" / "LATEST"));
+  const std::string log_before = slurp(dir / "log.txt");
+  const std::string metrics_before = slurp(dir / "metrics.jsonl");
+
+  const Result other = run_causal(again + " --set seed=99");
+  CATCH_CHECK(other.code == 2);
+  CATCH_CHECK_THAT(other.err, Catch::Matchers::Contains("another run") && Catch::Matchers::Contains("seed"));
+  const Result never = run_causal(again + " --resume never");
+  CATCH_CHECK(never.code == 2);
+  CATCH_CHECK(slurp(dir / "log.txt") == log_before);
+  CATCH_CHECK(slurp(dir / "metrics.jsonl") == metrics_before);
+
+  const Result restarted = run_causal(again + " --resume auto");
+  CATCH_INFO(restarted.err);
+  CATCH_REQUIRE(restarted.code == 0);
+  CATCH_CHECK(fs::exists(dir / "results.json"));
+  CATCH_CHECK_THAT(restarted.err, Catch::Matchers::Contains("restarting"));
+  const std::string log_after = slurp(dir / "log.txt");
+  CATCH_CHECK(log_after.rfind(log_before, 0) == 0);  // the earlier log is kept, the new one appended
+  CATCH_CHECK(log_after.size() > log_before.size());
+  CATCH_CHECK(last_logged_step(dir) == 5);
+  CATCH_CHECK(line_count(slurp(dir / "metrics.jsonl")) == 6);  // steps 1..5 once each + the eval row
+  fs::remove_all(dir);
 }

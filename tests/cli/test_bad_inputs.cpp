@@ -1,0 +1,267 @@
+// The catalogue of bad inputs (docs/errors.md#catalogue-of-bad-inputs): each one ends `causal` with its
+// documented exit code and exactly one stderr line "causal: error: ..." naming the file, key or value at
+// fault, never a crash, and leaves a run folder or checkpoint that existed before as it was.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "io/sha256.h"
+#include "support/byte_docs.h"
+#include "support/cli.h"
+
+using namespace causal::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The contract of every case: `code`, one line, the prefix, each of `names` in it, and no signal.
+void check_refused(const std::string& args, int code, const std::vector<std::string>& names) {
+  const Result r = run_causal(args);
+  CATCH_INFO("causal " << args << "\n-> exit " << r.code << ", stderr: " << r.err);
+  CATCH_CHECK(r.code == code);
+  CATCH_CHECK(r.code >= 0);  // exited, not killed by a signal
+  CATCH_CHECK(r.code < 128);
+  CATCH_CHECK(line_count(r.err) == 1);
+  CATCH_CHECK(r.err.rfind("causal: error: ", 0) == 0);
+  for (const std::string& name : names) CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains(name));
+}
+
+// SHA-256 of every file under `dir`, by relative path: "unchanged" means equal maps. `.lock` is left out:
+// a command that takes the lock writes its pid there (run/run_folder.cpp), which is no run data.
+std::map<std::string, std::string> hash_tree(const fs::path& dir) {
+  std::map<std::string, std::string> hashes;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().filename() != ".lock")
+      hashes[fs::relative(entry.path(), dir).string()] = causal::sha256_file(entry.path().string());
+  }
+  return hashes;
+}
+
+// A scratch folder holding `name` with `text`; returns the file's path.
+fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary) << text;
+  return dir / name;
+}
+
+// `train --config FILE ARGS --run-dir DIR/run`, checked to exit `code` naming `names` without creating
+// the run folder.
+void check_train_refused(const fs::path& config, const std::string& args, int code,
+                         const std::vector<std::string>& names) {
+  const fs::path run = config.parent_path() / "run";
+  check_refused("train --config " + config.string() + " " + args + " --run-dir " + run.string(), code, names);
+  CATCH_CHECK(!fs::exists(run));
+}
+
+const fs::path kRetrieval = fs::path(CAUSAL_SOURCE_DIR) / "configs" / "retrieval.json";
+
+// A tiny text config whose data files exist and are valid; the data cases override data.train.
+fs::path text_config(const fs::path& dir) {
+  fs::create_directories(dir);
+  write_byte_docs((dir / "train.tok").string(), {"the cat sat on the mat", "a dog ran"});
+  write_byte_docs((dir / "val.tok").string(), {"the cat sat"});
+  return write_file(dir, "text.json",
+                    R"({"model": {"d_model": 16, "n_layers": 1, "max_seq_len": 16},
+    "data": {"kind": "text", "train": ")" +
+                        (dir / "train.tok").string() + R"(", "val": ")" + (dir / "val.tok").string() +
+                        R"(", "seq_len": 16}, "train": {"steps": 2, "batch_size": 2}})");
+}
+
+}  // namespace
+
+// --- config files -------------------------------------------------------------------------------------
+
+CATCH_TEST_CASE("bad input: config file missing", "[unit][cli]") {
+  const fs::path dir = scratch("bad_missing");
+  check_train_refused(dir / "nope.json", "", 2, {"nope.json", "cannot open"});
+}
+
+CATCH_TEST_CASE("bad input: config file empty", "[unit][cli]") {
+  const fs::path dir = scratch("bad_empty");
+  check_train_refused(write_file(dir, "empty.json", ""), "", 2, {"empty.json", "line 1, column 1"});
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("bad input: config malformed JSON names line and column", "[unit][cli]") {
+  const fs::path dir = scratch("bad_malformed");
+  check_train_refused(write_file(dir, "bad.json", "{\n  \"model\": {\"d_model\": 64,}\n}"), "", 2,
+                      {"bad.json", "line 2, column"});
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("bad input: config unknown key with a hint", "[unit][cli]") {
+  const fs::path dir = scratch("bad_unknown");
+  check_train_refused(write_file(dir, "c.json", R"({"model": {"d_modle": 64}})"), "", 2,
+                      {"c.json", "model.d_modle", "did you mean 'd_model'"});
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("bad input: config wrong type", "[unit][cli]") {
+  const fs::path dir = scratch("bad_type");
+  check_train_refused(write_file(dir, "c.json", R"({"model": {"d_model": "abc"}})"), "", 2,
+                      {"c.json", "model.d_model", "expected an integer", "\"abc\""});
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("bad input: config null value", "[unit][cli]") {
+  const fs::path dir = scratch("bad_null");
+  check_train_refused(write_file(dir, "c.json", R"({"model": {"d_model": null}})"), "", 2,
+                      {"c.json", "model.d_model", "null"});
+  fs::remove_all(dir);
+}
+
+// --- values, from --set -------------------------------------------------------------------------------
+
+CATCH_TEST_CASE("bad input: lr <= 0", "[unit][cli]") {
+  const fs::path dir = scratch("bad_lr");
+  fs::create_directories(dir);
+  check_refused("train --config " + kRetrieval.string() + " --set train.optimizer.lr=0 --run-dir " +
+                    (dir / "run").string(),
+                2, {"--set train.optimizer.lr", "must be > 0"});
+  check_refused("train --config " + kRetrieval.string() + " --set train.optimizer.lr=-0.1", 2,
+                {"train.optimizer.lr", "-0.1"});
+  CATCH_CHECK(!fs::exists(dir / "run"));
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("bad input: lr nan (not JSON) and 1e400 (out of range)", "[unit][cli]") {
+  check_refused("train --config configs/retrieval.json --set train.optimizer.lr=nan", 2,
+                {"--set train.optimizer.lr", "nan"});
+  check_refused("train --config configs/retrieval.json --set train.optimizer.lr=1e400", 2,
+                {"train.optimizer.lr"});
+}
+
+CATCH_TEST_CASE("bad input: out-of-range train and model values", "[unit][cli]") {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"train.steps=0", {"--set train.steps", "must be >= 1", "got 0"}},
+      {"train.schedule.warmup_steps=320", {"train.schedule.warmup_steps", "must be < train.steps 320"}},
+      {"model.dropout=1.0", {"model.dropout", "[0, 1)"}},
+      {"train.grad_clip=-1", {"train.grad_clip", "-1"}},
+      {"train.keep_checkpoints=0", {"train.keep_checkpoints", "must be >= 2"}},
+      {"train.batch_size=0", {"train.batch_size", "must be >= 1"}},
+      {"model.n_heads=5", {"model.n_heads", "divisible", "32"}},
+      {"model.max_seq_len=3", {"model.max_seq_len", "exceeds model.max_seq_len 3"}},
+      {"model.ffn=relu", {"model.ffn", "gelu|swiglu", "relu"}},
+      {"model.nope=1", {"model.nope", "unknown key"}},
+      {"model.d_model=64abc", {"model.d_model", "64abc"}},
+  };
+  for (const auto& [set, names] : cases) {
+    CATCH_INFO("--set " << set);
+    check_refused("train --config configs/retrieval.json --set " + set, 2, names);
+  }
+}
+
+CATCH_TEST_CASE("bad input: text data.seq_len above model.max_seq_len", "[unit][cli]") {
+  check_refused("train --config configs/text-small.json --set data.seq_len=129", 2,
+                {"--set data.seq_len", "model.max_seq_len 128"});
+}
+
+// --- data files ---------------------------------------------------------------------------------------
+
+CATCH_TEST_CASE("bad input: training token file missing, a directory, empty, bad magic, truncated",
+                "[unit][cli]") {
+  const fs::path dir = scratch("bad_data");
+  const fs::path config = text_config(dir);
+  std::string good = slurp(dir / "train.tok");
+  std::string magic = good;
+  magic[0] = 'X';
+  const std::vector<std::pair<fs::path, std::vector<std::string>>> cases = {
+      {dir / "absent.tok", {"absent.tok"}},
+      {dir, {dir.string()}},
+      {write_file(dir, "empty.tok", ""), {"empty.tok", "empty"}},
+      {write_file(dir, "magic.tok", magic), {"magic.tok", "magic"}},
+      {write_file(dir, "short.tok", good.substr(0, good.size() - 3)), {"short.tok"}},
+  };
+  for (const auto& [file, names] : cases) {
+    CATCH_INFO("data.train=" << file);
+    check_train_refused(config, "--set data.train=" + file.string(), 3, names);
+  }
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("bad input: token id >= vocab", "[unit][cli]") {
+  const fs::path dir = scratch("bad_token_id");
+  const fs::path config = text_config(dir);
+  {
+    // Token 1 (the first byte after BOS) of the u16 body, which starts at byte 128, becomes 65535.
+    std::fstream f(dir / "train.tok", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(128 + 2);
+    f.put('\xff');
+    f.put('\xff');
+  }
+  check_train_refused(config, "", 3, {"train.tok", "token id 65535", "vocab size 259"});
+  fs::remove_all(dir);
+}
+
+// --- checkpoints --------------------------------------------------------------------------------------
+
+CATCH_TEST_CASE("bad input: --resume PATH with nothing there", "[unit][cli]") {
+  const fs::path dir = scratch("bad_resume_path");
+  check_refused("train --config configs/retrieval.json --resume " + (dir / "nothing").string(), 4,
+                {(dir / "nothing").string()});
+  CATCH_CHECK(!fs::exists(dir));
+}
+
+CATCH_TEST_CASE("bad input: eval and generate on a run folder without checkpoints", "[unit][cli]") {
+  const fs::path dir = scratch("bad_no_checkpoints");
+  fs::create_directories(dir);
+  const Result config = run_causal("train --config configs/retrieval.json --print-config");
+  CATCH_REQUIRE(config.code == 0);
+  write_file(dir, "config.json", config.out);
+  write_file(dir, "metrics.jsonl", "");
+  const auto before = hash_tree(dir);
+  check_refused("eval --run " + dir.string(), 4, {dir.string(), "checkpoint"});
+  check_refused("generate --run " + dir.string() + " --prompt hi", 4, {dir.string(), "checkpoint"});
+  CATCH_CHECK(hash_tree(dir) == before);
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("bad input: a flipped byte in model.safetensors", "[e2e][cli]") {
+  const fs::path dir = scratch("bad_flipped");
+  CATCH_REQUIRE(
+      run_causal("train --config configs/retrieval.json --set train.steps=2 --run-dir " + dir.string())
+          .code == 0);
+  const fs::path model = dir / "checkpoints" / "step_00000002" / "model.safetensors";
+  {
+    std::fstream f(model, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-5, std::ios::end);
+    const char c = static_cast<char>(f.get());
+    f.seekp(-5, std::ios::end);
+    f.put(static_cast<char>(c ^ 0x01));
+  }
+  const auto before = hash_tree(dir);
+  check_refused("eval --run " + dir.string(), 4, {"model.safetensors", "sha256"});
+  check_refused("train --config configs/retrieval.json --set train.steps=4 --resume " +
+                    (dir / "checkpoints" / "step_00000002").string(),
+                4, {"model.safetensors"});
+  CATCH_CHECK(hash_tree(dir) == before);
+  fs::remove_all(dir);
+}
+
+// --- the command line ---------------------------------------------------------------------------------
+
+CATCH_TEST_CASE("bad input: unknown subcommand, unknown flag, missing required flag", "[unit][cli]") {
+  check_refused("frobnicate", 2, {"frobnicate", "--help"});
+  check_refused("train --bogus", 2, {"--bogus", "causal train --help"});
+  check_refused("eval", 2, {"--run", "causal eval --help"});
+}
+
+CATCH_TEST_CASE("bad input: generate --max-new-tokens 0 and -1, --top-k -3", "[unit][cli]") {
+  for (const char* value : {"0", "-1"}) {
+    check_refused(std::string("generate --run x --prompt a --max-new-tokens ") + value, 2,
+                  {"--max-new-tokens"});
+  }
+  check_refused("generate --run x --prompt a --top-k -3", 2, {"--top-k"});
+}
+
+// NaN and inf passed CLI11's non-negative check and reached the sampler (exit 1, a LibTorch error).
+CATCH_TEST_CASE("bad input: generate --temperature nan, inf, -1", "[unit][cli]") {
+  for (const char* value : {"nan", "inf", "-1"}) {
+    CATCH_INFO("--temperature " << value);
+    check_refused(std::string("generate --run x --prompt a --temperature ") + value, 2,
+                  {"--temperature", "finite", ">= 0"});
+  }
+}
