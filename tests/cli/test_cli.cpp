@@ -171,31 +171,32 @@ CATCH_TEST_CASE("report that cannot be written says only why, with exit 2", "[un
   CATCH_CHECK(line_count(r.err) == 1);
   CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains("report.html"));
   fs::remove_all(dir);
+}
 
-  // A model that cannot fit is refused before any allocation with its estimate (it used to reach LibTorch's
-  // allocator and exit 1 with a stack trace); nothing is written.
-  CATCH_TEST_CASE("a model too large for memory is refused with its estimate, exit 2", "[unit][cli]") {
-    const fs::path dir = scratch("too_large");
-    const std::string sizes =
-        " --config configs/retrieval.json --set model.d_model=262144 --set model.n_layers=64";
-    for (const std::string& args : {"train" + sizes + " --run-dir " + dir.string(), "bench" + sizes}) {
-      const Result r = run_causal(args);
-      CATCH_INFO(args << " -> " << r.err);
-      CATCH_CHECK(r.code == 2);
-      CATCH_CHECK(line_count(r.err) == 1);
-      CATCH_CHECK(r.err.rfind("causal: error: ", 0) == 0);
-      for (const char* name : {"model.d_model", "model.n_layers", "train.batch_size", "GiB", "262144"})
-        CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains(name));
-    }
-    CATCH_CHECK(!fs::exists(dir));
-  }
-
-  // Cost figures are int64: sizes whose figures would overflow are refused instead of printing garbage.
-  CATCH_TEST_CASE("inspect refuses sizes whose cost figures overflow 64-bit integers", "[unit][cli]") {
-    const Result r = run_causal("inspect --config configs/retrieval.json --set model.d_model=4294967296");
-    CATCH_INFO(r.out << r.err);
+// A model that cannot fit is refused before any allocation with its estimate (it used to reach LibTorch's
+// allocator and exit 1 with a stack trace); nothing is written.
+CATCH_TEST_CASE("a model too large for memory is refused with its estimate, exit 2", "[unit][cli]") {
+  const fs::path dir = scratch("too_large");
+  const std::string sizes =
+      " --config configs/retrieval.json --set model.d_model=262144 --set model.n_layers=64";
+  for (const std::string& args : {"train" + sizes + " --run-dir " + dir.string(), "bench" + sizes}) {
+    const Result r = run_causal(args);
+    CATCH_INFO(args << " -> " << r.err);
     CATCH_CHECK(r.code == 2);
     CATCH_CHECK(line_count(r.err) == 1);
-    CATCH_CHECK_THAT(r.err,
-                     Catch::Matchers::Contains("--set model.d_model") && Catch::Matchers::Contains("64-bit"));
+    CATCH_CHECK(r.err.rfind("causal: error: ", 0) == 0);
+    for (const char* name : {"model.d_model", "model.n_layers", "train.batch_size", "GiB", "262144"})
+      CATCH_CHECK_THAT(r.err, Catch::Matchers::Contains(name));
   }
+  CATCH_CHECK(!fs::exists(dir));
+}
+
+// Cost figures are int64: sizes whose figures would overflow are refused instead of printing garbage.
+CATCH_TEST_CASE("inspect refuses sizes whose cost figures overflow 64-bit integers", "[unit][cli]") {
+  const Result r = run_causal("inspect --config configs/retrieval.json --set model.d_model=4294967296");
+  CATCH_INFO(r.out << r.err);
+  CATCH_CHECK(r.code == 2);
+  CATCH_CHECK(line_count(r.err) == 1);
+  CATCH_CHECK_THAT(r.err,
+                   Catch::Matchers::Contains("--set model.d_model") && Catch::Matchers::Contains("64-bit"));
+}
