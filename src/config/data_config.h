@@ -25,6 +25,9 @@ struct DataConfig {
   int64_t train_examples = 2048;         // deduplicated training sequences
   int64_t test_examples = 384;           // test sequences, disjoint from training
   int64_t seed = 120;                    // data generator seed (train uses seed, test seed+1)
+  int64_t val_examples = 384;            // validation sequences (seed + 1000), disjoint from train and test
+  QueryMode query = QueryMode::kUnique;  // "unique" keys | "latest": the queried key repeats, latest wins
+  bool query_only = false;               // inputs hold only the query record (a trained no-context baseline)
 
   // text: token files written by `causal data encode`.
   std::string train = "";                   // training token file (.tok)
@@ -47,6 +50,9 @@ struct DataConfig {
       v.field("train_examples", train_examples);
       v.field("test_examples", test_examples);
       v.field("seed", seed);
+      v.field("val_examples", val_examples);
+      v.field("query", query);
+      v.field("query_only", query_only);
     } else {
       v.field("train", train);
       v.field("val", val);

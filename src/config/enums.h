@@ -7,14 +7,15 @@
 
 namespace causal {
 
-enum class FfnKind { kGelu, kSwiglu };
+enum class FfnKind { kGelu, kSwiglu, kRelu };
 enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionKind { kNone, kLearned, kRope };
 enum class RopePairing { kInterleaved, kHalves };
-enum class RopeScaling { kNone, kLinear };
+enum class RopeScaling { kNone, kLinear, kNtk, kYarn };
 enum class AttentionKind { kReference, kSdpa, kFlash };
 enum class DataKind { kRetrieval, kText };
 enum class EvidencePosition { kUniform, kFixed };
+enum class QueryMode { kUnique, kLatest };
 enum class TextLayout { kPacked, kPadded };
 enum class ScheduleKind { kConstant, kLinear, kCosine, kWsd };
 enum class NonfiniteAction { kAbort, kSkip };
@@ -33,17 +34,19 @@ const EnumTable<E>& enum_table();
     return table;                                 \
   }
 
-CAUSAL_ENUM_TABLE(FfnKind, {FfnKind::kGelu, "gelu"}, {FfnKind::kSwiglu, "swiglu"})
+CAUSAL_ENUM_TABLE(FfnKind, {FfnKind::kGelu, "gelu"}, {FfnKind::kSwiglu, "swiglu"}, {FfnKind::kRelu, "relu"})
 CAUSAL_ENUM_TABLE(NormKind, {NormKind::kLayerNorm, "layernorm"}, {NormKind::kRmsNorm, "rmsnorm"})
 CAUSAL_ENUM_TABLE(PositionKind, {PositionKind::kNone, "none"}, {PositionKind::kLearned, "learned"},
                   {PositionKind::kRope, "rope"})
 CAUSAL_ENUM_TABLE(RopePairing, {RopePairing::kInterleaved, "interleaved"}, {RopePairing::kHalves, "halves"})
-CAUSAL_ENUM_TABLE(RopeScaling, {RopeScaling::kNone, "none"}, {RopeScaling::kLinear, "linear"})
+CAUSAL_ENUM_TABLE(RopeScaling, {RopeScaling::kNone, "none"}, {RopeScaling::kLinear, "linear"},
+                  {RopeScaling::kNtk, "ntk"}, {RopeScaling::kYarn, "yarn"})
 CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {AttentionKind::kSdpa, "sdpa"},
                   {AttentionKind::kFlash, "flash"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},
                   {EvidencePosition::kFixed, "fixed"})
+CAUSAL_ENUM_TABLE(QueryMode, {QueryMode::kUnique, "unique"}, {QueryMode::kLatest, "latest"})
 CAUSAL_ENUM_TABLE(TextLayout, {TextLayout::kPacked, "packed"}, {TextLayout::kPadded, "padded"})
 CAUSAL_ENUM_TABLE(ScheduleKind, {ScheduleKind::kConstant, "constant"}, {ScheduleKind::kLinear, "linear"},
                   {ScheduleKind::kCosine, "cosine"}, {ScheduleKind::kWsd, "wsd"})

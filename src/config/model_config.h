@@ -25,8 +25,12 @@ struct InputField {
 struct RopeConfig {
   double theta = 10000.0;                           // base: pair i turns at theta^(-2i/dk) per position
   RopePairing pairing = RopePairing::kInterleaved;  // "interleaved": dims (2i,2i+1); "halves": (i, i+dk/2)
-  RopeScaling scaling = RopeScaling::kNone;         // "linear" divides positions by factor (interpolation)
-  double factor = 1.0;                              // position divisor for scaling "linear"
+  RopeScaling scaling =
+      RopeScaling::kNone;            // "none" | "linear" | "ntk" | "yarn" (docs/model.md#rope-scaling)
+  double factor = 1.0;               // context extension factor s of the scaling
+  int64_t original_max_seq_len = 0;  // yarn: trained length; 0 = model.max_seq_len (pinned in checkpoints)
+  double beta_fast = 32.0;           // yarn: pairs turning more than this over the trained length extrapolate
+  double beta_slow = 1.0;            // yarn: pairs turning less than this over the trained length interpolate
 
   template <class V>
   void visit_fields(V& v) {
@@ -34,6 +38,9 @@ struct RopeConfig {
     v.field("pairing", pairing);
     v.field("scaling", scaling);
     v.field("factor", factor);
+    v.field("original_max_seq_len", original_max_seq_len);
+    v.field("beta_fast", beta_fast);
+    v.field("beta_slow", beta_slow);
   }
 };
 
@@ -44,7 +51,7 @@ struct ModelConfig {
   int64_t n_layers = 2;                             // transformer blocks
   int64_t n_heads = 4;                              // query heads; head dim dk = d_model / n_heads
   int64_t n_kv_heads = 0;                           // key/value heads (GQA when < n_heads); 0 = n_heads
-  FfnKind ffn = FfnKind::kGelu;                     // "gelu" | "swiglu"
+  FfnKind ffn = FfnKind::kGelu;                     // "gelu" | "swiglu" | "relu"
   int64_t ffn_hidden = 0;                           // 0 = 4d (gelu) or 2/3*4d rounded up (swiglu)
   int64_t ffn_multiple_of = 8;                      // swiglu's default hidden width is rounded up to this
   NormKind norm = NormKind::kLayerNorm;             // "layernorm" | "rmsnorm"; always pre-norm + final norm

@@ -122,6 +122,19 @@ void validate_model(const ModelConfig& m, const Checker& check) {
   check.at_least("model.max_seq_len", m.max_seq_len, 1);
   check.greater_than("model.rope.theta", m.rope.theta, 1.0);
   check.positive("model.rope.factor", m.rope.factor);
+  check.at_least("model.rope.original_max_seq_len", m.rope.original_max_seq_len, 0,
+                 " (0 = model.max_seq_len)");
+  check.positive("model.rope.beta_slow", m.rope.beta_slow);
+  if (!(m.rope.beta_fast > m.rope.beta_slow) || !std::isfinite(m.rope.beta_fast)) {
+    check.fail("model.rope.beta_fast", "must be finite and > model.rope.beta_slow " +
+                                           format_number(m.rope.beta_slow) + ", got " +
+                                           format_number(m.rope.beta_fast));
+  }
+  // NTK raises the base to the power dk/(dk-2), undefined for a single rotated pair.
+  if (m.position == PositionKind::kRope && m.rope.scaling == RopeScaling::kNtk && m.head_dim() == 2) {
+    check.fail("model.rope.scaling",
+               "\"ntk\" needs a head dim > 2 (it scales the base by factor^(dk/(dk-2))), got 2");
+  }
   check.in_range("model.dropout", m.dropout, 0.0, true, 1.0, false);
   check.positive("model.init_std", m.init_std);
   check.at_least("model.attention_block", m.attention_block, 1);
@@ -209,6 +222,7 @@ void validate_retrieval(const RunConfig& c, const Checker& check) {
   check.at_least("data.distractors", d.distractors, 0);
   check.at_least("data.train_examples", d.train_examples, 1);
   check.at_least("data.test_examples", d.test_examples, 1);
+  check.at_least("data.val_examples", d.val_examples, 1);
   check.at_least("data.seed", d.seed, 0);
   check.at_least("data.evidence_index", d.evidence_index, 0);
   // Context keys within one example are distinct, so they cannot outnumber the keys.
@@ -227,6 +241,25 @@ void validate_retrieval(const RunConfig& c, const Checker& check) {
                            " (context keys are distinct), got " + str(d.eval_pairs[i]));
     }
     lengths.emplace_back(path, d.eval_pairs[i]);
+  }
+  if (d.query == QueryMode::kLatest) {
+    // The queried key occurs twice with different values: two records and two values at least.
+    if (d.value_count < 2)
+      check.fail("data.value_count",
+                 "must be >= 2 with data.query \"latest\" (the two occurrences of the queried key hold "
+                 "different values), got " +
+                     str(d.value_count));
+    if (d.evidence == EvidencePosition::kFixed && d.evidence_index < 1) {
+      check.fail("data.evidence_index",
+                 "must be >= 1 with data.query \"latest\" and evidence \"fixed\" (an earlier occurrence of "
+                 "the queried key precedes the evidence), got " +
+                     str(d.evidence_index));
+    }
+    for (const auto& [path, pairs] : lengths) {
+      if (pairs < 2)
+        check.fail(path, "must be >= 2 with data.query \"latest\" (the queried key occurs twice), got " +
+                             str(pairs));
+    }
   }
   for (const auto& [path, pairs] : lengths) {
     // Distractor counts vary from 0 per example, so a fixed index must exist in the shortest context.
@@ -330,8 +363,9 @@ void resolve(RunConfig& config) {
   ModelConfig& m = config.model;
   if (m.n_kv_heads == 0) m.n_kv_heads = m.n_heads;
   // Left at 0 when d_model or ffn_multiple_of is invalid, so validate reports the real cause.
+  if (m.rope.original_max_seq_len == 0) m.rope.original_max_seq_len = m.max_seq_len;
   if (m.ffn_hidden == 0 && m.d_model >= 1 && m.ffn_multiple_of >= 1) {
-    if (m.ffn == FfnKind::kGelu) {
+    if (m.ffn != FfnKind::kSwiglu) {
       m.ffn_hidden = 4 * m.d_model;
     } else {
       // ceil((2/3 * 4d) / multiple) * multiple, in integers: three matrices at the parameter cost of two.

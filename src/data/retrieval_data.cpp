@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/errors.h"
@@ -19,11 +20,40 @@ struct Example {
   int64_t distractors = 0;
 };
 
-int64_t draw_below(int64_t high, at::Generator& gen) {
-  return at::randint(high, {}, gen, at::kLong).item<int64_t>();
+// data.query "latest": the queried key occurs twice, at context indices stale < evidence, with different
+// values; the answer is the later one's. The other records have distinct keys of their own.
+Example draw_latest_example(const DataConfig& data, int64_t pairs, at::Generator& gen) {
+  Example ex;
+  ex.distractors = data.distractors > 0 ? draw_below(data.distractors + 1, gen) : 0;
+  const int64_t context = pairs + ex.distractors;
+  at::Tensor keys = at::randperm(data.key_count, gen, at::kLong).slice(0, 0, context - 1);
+  at::Tensor values = at::randint(data.value_count, {context}, gen, at::kLong);
+  int64_t stale = 0;
+  if (data.evidence == EvidencePosition::kFixed) {
+    ex.evidence = data.evidence_index;
+    stale = draw_below(ex.evidence, gen);
+  } else {
+    at::Tensor two = at::randperm(context, gen, at::kLong).slice(0, 0, 2);  // a uniform pair of indices
+    stale = std::min(two[0].item<int64_t>(), two[1].item<int64_t>());
+    ex.evidence = std::max(two[0].item<int64_t>(), two[1].item<int64_t>());
+  }
+  auto k = keys.accessor<int64_t, 1>();
+  auto v = values.accessor<int64_t, 1>();
+  // A different value at the stale occurrence, so reading it is always wrong.
+  v[stale] = (v[ex.evidence] + 1 + draw_below(data.value_count - 1, gen)) % data.value_count;
+  int64_t next_key = 1;  // keys[0] is the queried key
+  for (int64_t i = 0; i < context; ++i) {
+    ex.keys.push_back(i == stale || i == ex.evidence ? k[0] : k[next_key++]);
+    ex.values.push_back(v[i]);
+  }
+  ex.keys.push_back(k[0]);
+  ex.values.push_back(data.value_count);
+  ex.answer = v[ex.evidence];
+  return ex;
 }
 
 Example draw_example(const DataConfig& data, int64_t pairs, at::Generator& gen) {
+  if (data.query == QueryMode::kLatest) return draw_latest_example(data, pairs, gen);
   Example ex;
   ex.distractors = data.distractors > 0 ? draw_below(data.distractors + 1, gen) : 0;
   const int64_t context = pairs + ex.distractors;
@@ -50,6 +80,10 @@ RetrievalSignature signature_of(const Example& ex) {
 }
 
 }  // namespace
+
+int64_t draw_below(int64_t high, at::Generator& gen) {
+  return at::randint(high, {}, gen, at::kLong).item<int64_t>();
+}
 
 RetrievalSplit generate_retrieval_split(const DataConfig& data, int64_t pairs, int64_t count, uint64_t seed,
                                         std::set<RetrievalSignature>& seen) {
@@ -103,6 +137,31 @@ RetrievalSplit generate_retrieval_split(const DataConfig& data, int64_t pairs, i
   return split;
 }
 
+void add_signatures(const RetrievalSplit& split, std::set<RetrievalSignature>& seen) {
+  auto keys = split.keys.accessor<int64_t, 2>();
+  auto values = split.values.accessor<int64_t, 2>();
+  auto valid = split.valid.accessor<bool, 2>();
+  for (int64_t i = 0; i < split.size(); ++i) {
+    RetrievalSignature sig, vals;
+    for (int64_t j = 0; j < split.length(); ++j) {
+      if (!valid[i][j]) continue;
+      sig.push_back(keys[i][j]);
+      vals.push_back(values[i][j]);
+    }
+    sig.insert(sig.end(), vals.begin(), vals.end());
+    seen.insert(std::move(sig));
+  }
+}
+
+RetrievalSplit query_record_only(const RetrievalSplit& split) {
+  RetrievalSplit out = split;
+  const int64_t t = split.length();
+  out.keys = split.keys.slice(1, t - 1, t).clone();  // (N,1)
+  out.values = split.values.slice(1, t - 1, t).clone();
+  out.valid = split.valid.slice(1, t - 1, t).clone();
+  return out;
+}
+
 Batch RetrievalSplit::batch(const at::Tensor& index) const {
   Batch b;
   at::Tensor k = keys.index_select(0, index);  // (B,T)
@@ -136,10 +195,25 @@ RetrievalData build_retrieval_data(const DataConfig& data) {
                     std::to_string(data.train_examples) + " train + " + std::to_string(data.test_examples) +
                     " test examples");
   }
+  const size_t train_test_rows = seen.size();
+  out.val =
+      generate_retrieval_split(data, data.pairs, data.val_examples, data.seed + kValidationSeedOffset, seen);
+  if (seen.size() != train_test_rows + static_cast<size_t>(data.val_examples)) {
+    throw DataError("[retrieval] validation overlaps train or test: " + std::to_string(seen.size()) +
+                    " distinct rows for " + std::to_string(train_test_rows) + " train + test and " +
+                    std::to_string(data.val_examples) + " validation examples");
+  }
   uint64_t seed = data.seed + 2;
   for (int64_t p : data.eval_pairs) {
     std::set<RetrievalSignature> held_out_seen = seen;
     out.held_out[p] = generate_retrieval_split(data, p, data.test_examples, seed++, held_out_seen);
+  }
+  // The same examples, cut to their query record: the model never sees a context record.
+  if (data.query_only) {
+    out.train = query_record_only(out.train);
+    out.test = query_record_only(out.test);
+    out.val = query_record_only(out.val);
+    for (auto& [p, split] : out.held_out) split = query_record_only(split);
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // deduplicated, and with train and test provably disjoint.
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -36,6 +37,7 @@ struct RetrievalSplit {
 struct RetrievalData {
   RetrievalSplit train;
   RetrievalSplit test;
+  RetrievalSplit val;  // selection and periodic evaluation; disjoint from train and test
   std::map<int64_t, RetrievalSplit> held_out;  // eval_pairs -> test split at that length
   int64_t value_count = 0;
   int64_t mask_symbol = 0;
@@ -51,8 +53,21 @@ using RetrievalSignature = std::vector<int64_t>;
 RetrievalSplit generate_retrieval_split(const DataConfig& data, int64_t pairs, int64_t count, uint64_t seed,
                                         std::set<RetrievalSignature>& seen);
 
-// Train (seed), test (seed + 1, disjoint from train) and one test split per held-out length.
-// Disjointness is checked here, not assumed: a violation throws DataError.
+// Generator seed of the validation split, data.seed + this: far from the held-out lengths' seed + 2, + 3, ...
+constexpr uint64_t kValidationSeedOffset = 1000;
+
+// A uniform draw from 0 .. high-1, the call the lab's generator makes (torch.randint(high, ())).
+int64_t draw_below(int64_t high, at::Generator& gen);
+
+// Adds the signature of every row of `split` to `seen` (padding excluded).
+void add_signatures(const RetrievalSplit& split, std::set<RetrievalSignature>& seen);
+
+// The split with every row cut to its last (query) column; answers and groupings unchanged.
+RetrievalSplit query_record_only(const RetrievalSplit& split);
+
+// Train (seed), test (seed + 1, disjoint from train), validation (seed + 1000, disjoint from both) and one
+// test split per held-out length. Disjointness is checked here, not assumed: a violation throws DataError.
+// data.query_only then cuts every split to its query records (query_record_only).
 RetrievalData build_retrieval_data(const DataConfig& data);
 
 }  // namespace causal

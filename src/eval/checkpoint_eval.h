@@ -10,11 +10,17 @@ namespace causal {
 struct EvalRequest {
   std::string run_dir;                 // run folder holding checkpoints/
   std::string checkpoint;              // "" newest valid, a step number, or a checkpoint directory
-  std::string split;                   // "" = the task's held-out split: "val" (text), "test" (retrieval)
+  std::string split;                   // "" = the task's held-out split: "val" (text), "test" (retrieval);
+                                       // retrieval also takes "val" (its validation split)
   std::vector<std::string> overrides;  // data.*, device, threads (load_checkpoint_model)
   bool attention = false;              // add attention maps (first example) and per-head entropy (probes.h)
   bool ablate_heads = false;           // add the loss/accuracy change of zeroing each head in turn
-  int64_t probe_batches = 8;  // text: evaluation batches the probes use (retrieval: the whole test split)
+  int64_t probe_batches = 8;     // text: evaluation batches the probes use (retrieval: the whole test split)
+  std::vector<int64_t> lengths;  // retrieval: context lengths (records) to score, as data.eval_pairs
+  bool difficulty = false;       // retrieval: score the difficulty grid instead (see below)
+  std::vector<int64_t> distractors;  // difficulty: distractor counts; empty = DifficultySpec's
+  std::vector<double> depths;        // difficulty: evidence depths in [0, 1]; empty = DifficultySpec's
+  int64_t difficulty_rows = 0;       // difficulty: rows per cell; 0 = DifficultySpec's
 };
 
 struct EvalOutcome {
@@ -24,7 +30,9 @@ struct EvalOutcome {
 };
 
 // Text: loss, perplexity and bits per byte over every row of data.val (only that file is opened).
-// Retrieval: the full controls table on the test split. Throws CheckpointError, ConfigError, DataError.
+// Retrieval: the full controls table on the test split (or "val"); with `lengths`, accuracy per context
+// length too; with `difficulty`, only the difficulty grid (length x distractors x evidence position),
+// written to step_N.difficulty-<hash>.json. Throws CheckpointError, ConfigError, DataError.
 EvalOutcome evaluate_checkpoint(const EvalRequest& request);
 
 }  // namespace causal

@@ -173,7 +173,7 @@ InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t b
   mem.kv_cache = kv_cache_bytes(batch, m.n_layers, t, m.n_kv_heads, dk, b);
   mem.training = mem.parameters + mem.gradients + mem.optimizer;
   {
-    const int64_t bt = batch * t, c = m.ffn == FfnKind::kGelu ? 2 : 4;
+    const int64_t bt = batch * t, c = m.ffn == FfnKind::kSwiglu ? 4 : 2;
     const int64_t per_block =
         bt * (6 * m.d_model + 2 * m.n_kv_heads * dk + c * m.ffn_hidden) + 2 * batch * m.n_heads * t * t;
     mem.activations = (m.n_layers * per_block + bt * (3 * m.d_model + 2 * m.output_vocab)) * b;

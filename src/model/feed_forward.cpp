@@ -19,7 +19,7 @@ FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options) : options_(o
   TORCH_CHECK(d > 0 && h > 0, "[ffn] expected d_model > 0 and hidden > 0, got ", d, " and ", h,
               " (hint: resolve the config so that ffn_hidden is filled)");
   const bool bias = options_.bias();
-  if (options_.kind() == FfnKind::kGelu) {
+  if (options_.kind() != FfnKind::kSwiglu) {
     fc_in_ = register_module("fc_in", torch::nn::Linear(torch::nn::LinearOptions(d, h).bias(bias)));
     fc_out_ = register_module("fc_out", torch::nn::Linear(torch::nn::LinearOptions(h, d).bias(bias)));
   } else {
@@ -31,7 +31,7 @@ FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options) : options_(o
 }
 
 void FeedForwardImpl::reset_parameters() {
-  if (options_.kind() == FfnKind::kGelu) {
+  if (options_.kind() != FfnKind::kSwiglu) {
     init_linear(fc_in_, options_.init_std());
     init_linear(fc_out_, options_.out_init_std());
   } else {
@@ -46,6 +46,9 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
               "[ffn] expected (...,D) with D=", options_.d_model(), ", got ", x.sizes());
   if (options_.kind() == FfnKind::kGelu) {
     return fc_out_(torch::gelu(fc_in_(x)));  // (...,hidden) -> (...,D)
+  }
+  if (options_.kind() == FfnKind::kRelu) {
+    return fc_out_(torch::relu(fc_in_(x)));  // (...,hidden) -> (...,D)
   }
   return down_proj_(torch::silu(gate_proj_(x)) * up_proj_(x));  // (...,hidden) -> (...,D)
 }

@@ -8,7 +8,7 @@
 namespace causal {
 
 // cos/sin of every pair's angle, broadcast over heads. Pair i of a token at position p turns by
-// p' * theta^(-2i/dk), p' = p (scaling "none") or p / factor (scaling "linear").
+// p * rope_inv_freq(dk, config)[i]; with scaling "yarn" both tables also carry rope_attention_scale.
 struct RopeTables {
   at::Tensor cos;  // (B,1,T,dk/2)
   at::Tensor sin;  // (B,1,T,dk/2)
@@ -17,6 +17,20 @@ struct RopeTables {
 
 // Tables for explicit angles (B,T,dk/2) in radians: computed in double, then cast to `dtype`.
 RopeTables rotation_tables(const at::Tensor& angles, c10::ScalarType dtype);
+
+// Pair i's angle per position, (dk/2) double, after scaling (docs/model.md#rope-scaling), s = factor:
+//   none:   theta^(-2i/dk)
+//   linear: theta^(-2i/dk) / s                          (position interpolation)
+//   ntk:    (theta * s^(dk/(dk-2)))^(-2i/dk)            (base change; pair 0 unchanged, the last pair / s)
+//   yarn:   ramp(i) * theta^(-2i/dk) + (1 - ramp(i)) * theta^(-2i/dk) / s, ramp(i) = 1 - clamp((i - lo) /
+//           (hi - lo), 0, 1) with lo = floor(d(beta_fast)), hi = ceil(d(beta_slow)) clamped to [0, dk-1],
+//           d(r) = dk ln(original_max_seq_len / (2 pi r)) / (2 ln theta): the pair that turns r times over
+//           the trained length. Fast pairs keep their frequency, slow ones are interpolated.
+at::Tensor rope_inv_freq(int64_t dk, const RopeConfig& config);
+
+// The factor yarn puts on q and on k (so on the logits squared): 0.1 ln(s) + 1 for s > 1, else 1; 1 for
+// the other scalings.
+double rope_attention_scale(const RopeConfig& config);
 
 // Tables for absolute positions (B,T) int64 and head dim dk (even). Angles are computed in double so
 // that large positions keep their precision, then cast to `dtype`.

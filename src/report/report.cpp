@@ -415,8 +415,11 @@ std::string charts_section(const RunHistory& h) {
     out += chart_card(c, "Largest resident memory of the training process so far.");
   }
   // Eval figures besides the loss.
-  if (retrieval && has_field(eval, "test_accuracy")) {
-    svg::LineChart c = chart("Retrieval accuracy (eval rows)", "fraction of test queries", false);
+  if (retrieval && (has_field(eval, "test_accuracy") || has_field(eval, "val_accuracy"))) {
+    // Periodic rows score the validation split; the final row adds the test split.
+    const bool val = has_field(eval, "val_accuracy");
+    svg::LineChart c = chart("Retrieval accuracy (eval rows)",
+                             val ? "fraction of validation queries" : "fraction of test queries", false);
     c.y_min = 0.0;
     c.y_max = 1.0;
     struct Line {
@@ -424,9 +427,16 @@ std::string charts_section(const RunHistory& h) {
       const char* name;
       const char* color;
     };
-    for (const Line& l : {Line{"test_accuracy", "test accuracy", "#1f77b4"},
-                          Line{"no_context_accuracy", "no-context accuracy", "#7f7f7f"},
-                          Line{"intervention_accuracy", "intervention accuracy", "#2ca02c"}}) {
+    const std::vector<Line> lines =
+        val ? std::vector<Line>{Line{"val_accuracy", "validation accuracy", "#1f77b4"},
+                                Line{"val_no_context_accuracy", "validation no-context accuracy", "#7f7f7f"},
+                                Line{"val_intervention_accuracy", "validation intervention accuracy",
+                                     "#2ca02c"},
+                                Line{"test_accuracy", "test accuracy (end)", "#d62728"}}
+            : std::vector<Line>{Line{"test_accuracy", "test accuracy", "#1f77b4"},
+                                Line{"no_context_accuracy", "no-context accuracy", "#7f7f7f"},
+                                Line{"intervention_accuracy", "intervention accuracy", "#2ca02c"}};
+    for (const Line& l : lines) {
       const auto points = field_points(eval, l.field);
       if (!points.empty())
         c.series.push_back(series(l.name, points, l.color, svg::SeriesStyle::kLineMarkers));

@@ -224,7 +224,7 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   {
     InterruptGuard interrupts;
     TrainHooks hooks;
-    hooks.evaluate = [&](Transformer& m, int64_t) { return task->evaluate(m); };
+    hooks.evaluate = [&](Transformer& m, int64_t) { return task->evaluate_validation(m); };
     hooks.after_step = [&](const TrainProgress& p) {
       signal = interrupts.pending();
       stopped = p.step == request.stop_at_step;

@@ -58,22 +58,35 @@ nlohmann::json accuracy_by(const at::Tensor& group, const at::Tensor& correct) {
 }  // namespace
 
 nlohmann::json RetrievalReport::to_json() const {
-  return {{"test_loss", test_loss},
-          {"test_accuracy", test_accuracy},
-          {"no_context_accuracy", no_context_accuracy},
-          {"intervention_accuracy", intervention_accuracy},
-          {"causality_max_diff", causality_max_diff},
-          {"by_evidence_position", by_evidence_position},
-          {"by_distractors", by_distractors},
-          {"by_pairs", by_pairs}};
+  nlohmann::json out = {{"test_loss", test_loss},
+                        {"test_accuracy", test_accuracy},
+                        {"no_context_accuracy", no_context_accuracy},
+                        {"causality_max_diff", causality_max_diff},
+                        {"by_evidence_position", by_evidence_position},
+                        {"by_distractors", by_distractors}};
+  if (intervention_accuracy) out["intervention_accuracy"] = *intervention_accuracy;
+  if (split == "test") {
+    out["by_pairs"] = by_pairs;
+    return out;
+  }
+  nlohmann::json prefixed = nlohmann::json::object();
+  for (const auto& [key, value] : out.items()) {
+    const std::string bare = key.rfind("test_", 0) == 0 ? key.substr(5) : key;
+    prefixed[split + "_" + bare] = value;
+  }
+  return prefixed;
 }
 
-RetrievalReport evaluate_retrieval(Transformer& model, const RetrievalData& data, const c10::Device& device) {
+namespace {
+
+// Every control on `test` (the split scored), plus each held-out length when `held_out` is given.
+RetrievalReport evaluate_split(Transformer& model, const RetrievalSplit& test,
+                               const std::map<int64_t, RetrievalSplit>* held_out, int64_t value_count,
+                               const c10::Device& device) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
   RetrievalReport report;
-  const RetrievalSplit& test = data.test;
   const int64_t n = test.size();
   const int64_t t = test.length();
   const Batch full = test.all();
@@ -96,10 +109,11 @@ RetrievalReport evaluate_retrieval(Transformer& model, const RetrievalData& data
   }
 
   // Changed-value intervention: only the queried record's value changes; the query stays the same.
-  {
+  // Query-only rows have no record to change.
+  if (t > 1) {
     at::Tensor pad = t - test.valid.sum(1);   // (N) left padding per row
     at::Tensor column = pad + test.evidence;  // (N) absolute column of the queried record
-    at::Tensor new_answers = (test.answers + 1).remainder(data.value_count);
+    at::Tensor new_answers = (test.answers + 1).remainder(value_count);
     Batch changed = full;
     changed.tokens = full.tokens.clone();
     changed.tokens.select(2, 1).index_put_({at::arange(n, at::kLong), column}, new_answers);
@@ -113,19 +127,43 @@ RetrievalReport evaluate_retrieval(Transformer& model, const RetrievalData& data
     Batch perturbed = full;
     perturbed.tokens = full.tokens.clone();
     at::Tensor values = perturbed.tokens.select(2, 1).slice(1, cut, t - 1);  // context values after the cut
-    values.copy_((values + 1).remainder(data.value_count));
+    values.copy_((values + 1).remainder(value_count));
     at::Tensor moved = logits_of(model, perturbed, device);
     report.causality_max_diff =
         cut > 0 ? (moved.slice(1, 0, cut) - logits.slice(1, 0, cut)).abs().max().item<double>() : 0.0;
   }
 
-  for (const auto& [pairs, split] : data.held_out) {
-    QueryScores s = score_query(logits_of(model, split.all(), device), split.answers);
-    report.by_pairs[std::to_string(pairs)] = {
-        {"count", split.size()}, {"accuracy", mean_of(s.correct)}, {"loss", s.loss}};
+  if (held_out) {
+    for (const auto& [pairs, split] : *held_out) {
+      QueryScores s = score_query(logits_of(model, split.all(), device), split.answers);
+      report.by_pairs[std::to_string(pairs)] = {
+          {"count", split.size()}, {"accuracy", mean_of(s.correct)}, {"loss", s.loss}};
+    }
   }
   if (was_training) model->train();
   return report;
+}
+
+}  // namespace
+
+RetrievalReport evaluate_retrieval(Transformer& model, const RetrievalData& data, const c10::Device& device) {
+  return evaluate_split(model, data.test, &data.held_out, data.value_count, device);
+}
+
+RetrievalReport evaluate_retrieval_validation(Transformer& model, const RetrievalData& data,
+                                              const c10::Device& device) {
+  RetrievalReport report = evaluate_split(model, data.val, nullptr, data.value_count, device);
+  report.split = "val";
+  return report;
+}
+
+at::Tensor predict_retrieval_answers(Transformer& model, const Batch& batch, const c10::Device& device) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  const at::Tensor logits = logits_of(model, batch, device);  // (N,T,V)
+  if (was_training) model->train();
+  return logits.select(1, logits.size(1) - 1).argmax(-1);  // (N)
 }
 
 double retrieval_fixed_batch_loss(Transformer& model, const RetrievalData& data, const c10::Device& device) {
@@ -150,6 +188,11 @@ std::string format_retrieval_table(const nlohmann::json& results) {
   row("no-context accuracy", "no_context_accuracy", "lab check: < 0.25 (chance = 1/value_count)");
   row("intervention accuracy", "intervention_accuracy", "lab check: > 0.85");
   row("causality max diff", "causality_max_diff", "lab check: == 0");
+  // Validation figures (periodic evaluation and selection; no lab check applies to them).
+  row("validation loss", "val_loss", "");
+  row("validation accuracy", "val_accuracy", "");
+  row("val no-context accuracy", "val_no_context_accuracy", "");
+  row("val intervention accuracy", "val_intervention_accuracy", "");
   auto breakdown = [&](const char* title, const char* key) {
     if (!results.contains(key) || results[key].empty()) return;
     out += std::string("  accuracy by ") + title + ":";

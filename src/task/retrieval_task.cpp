@@ -26,8 +26,10 @@ class RetrievalTask : public Task {
   }
 
   std::string describe() const override {
-    return std::to_string(data_.train.size()) + " train / " + std::to_string(data_.test.size()) +
-           " test retrieval examples; loss at the final (query) position of each row";
+    return std::to_string(data_.train.size()) + " train / " + std::to_string(data_.val.size()) +
+           " validation / " + std::to_string(data_.test.size()) + " test retrieval examples" +
+           (data_.train.length() == 1 ? " cut to their query record (data.query_only)" : "") +
+           "; loss at the final (query) position of each row; periodic evaluation on validation";
   }
   nlohmann::json identity() const override {
     return {{"train_examples", data_.train.size()}, {"test_examples", data_.test.size()}};
@@ -42,11 +44,18 @@ class RetrievalTask : public Task {
     return retrieval_fixed_batch_loss(model, data_, device_);
   }
 
+  // The test figures, with the validation figures (val_*) beside them for selection.
   nlohmann::json evaluate(Transformer& model) override {
-    return evaluate_retrieval(model, data_, device_).to_json();
+    nlohmann::json figures = evaluate_retrieval(model, data_, device_).to_json();
+    figures.update(evaluate_validation(model));
+    return figures;
+  }
+  nlohmann::json evaluate_validation(Transformer& model) override {
+    return evaluate_retrieval_validation(model, data_, device_).to_json();
   }
   nlohmann::json checkpoint_figures(const nlohmann::json& evaluation) const override {
-    nlohmann::json figures = {{"loss", evaluation.at("test_loss")}};
+    nlohmann::json figures = {
+        {"loss", evaluation.contains("test_loss") ? evaluation.at("test_loss") : evaluation.at("val_loss")}};
     figures.update(evaluation);
     return figures;
   }

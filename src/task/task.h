@@ -57,6 +57,9 @@ class Task {
 
   // Figures on the held-out split, under the keys results.json and eval metrics rows use.
   virtual nlohmann::json evaluate(Transformer& model) = 0;
+  // Figures on the validation split, for periodic evaluation and any selection during training; tasks
+  // whose held-out split is the validation split return evaluate().
+  virtual nlohmann::json evaluate_validation(Transformer& model) { return evaluate(model); }
   // evaluate()'s figures as `causal eval` records them: top-level "loss" first, then the task's own.
   virtual nlohmann::json checkpoint_figures(const nlohmann::json& evaluation) const = 0;
   // The human-readable results table (results.json keys it knows, in a fixed order).

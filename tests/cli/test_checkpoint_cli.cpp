@@ -258,3 +258,60 @@ CATCH_TEST_CASE("a run killed before its first checkpoint restarts in place with
   CATCH_CHECK(line_count(slurp(dir / "metrics.jsonl")) == 6);  // steps 1..5 once each + the eval row
   fs::remove_all(dir);
 }
+
+// Evaluation-time context extension and the retrieval studies' eval flags: RoPE scaling fields and a longer
+// max_seq_len apply to a trained checkpoint; fields that would change the trained model are refused with
+// the reason (exit 2); --lengths prints one accuracy per length; --split val and --difficulty write files of
+// their own, never the default step_N.json.
+CATCH_TEST_CASE(
+    "eval applies rope scaling to a checkpoint, scores lengths, validation and the difficulty grid",
+    "[e2e][cli]") {
+  const fs::path run = scratch("eval_studies");
+  CATCH_REQUIRE(run_causal("train --config configs/retrieval.json --set model.position=rope --set "
+                           "train.steps=20 --run-dir " +
+                           run.string())
+                    .code == 0);
+  const std::string eval = "eval --run " + run.string();
+  const Result lengths = run_causal(eval +
+                                    " --set model.rope.scaling=yarn --set model.rope.factor=2 --set "
+                                    "model.max_seq_len=9 --lengths 2,4,8");
+  CATCH_REQUIRE(lengths.code == 0);
+  CATCH_CHECK_THAT(lengths.out, Catch::Matchers::Contains("retrieval accuracy by context length"));
+  CATCH_CHECK_THAT(lengths.out, Catch::Matchers::Contains("trained length"));
+  for (const char* n : {"\n       2  ", "\n       4  ", "\n       8  "})
+    CATCH_CHECK_THAT(lengths.out, Catch::Matchers::Contains(n));
+  const Result refused = run_causal(eval + " --set model.d_model=64");
+  CATCH_CHECK(refused.code == 2);
+  CATCH_CHECK_THAT(refused.err, Catch::Matchers::Contains("would change the trained weights"));
+  CATCH_CHECK(run_causal(eval + " --set model.rope.theta=500").code == 2);
+  CATCH_CHECK(run_causal(eval + " --lengths 2,8").code == 2);  // 8 + 1 > the trained max_seq_len 5
+
+  CATCH_REQUIRE(run_causal(eval + " --split val").code == 0);
+  const auto val = nlohmann::json::parse(slurp(run / "eval" / "step_00000020.val-e3b0c442.json"));
+  CATCH_CHECK(val["loss"] == val["val_loss"]);
+  CATCH_CHECK_FALSE(fs::exists(run / "eval" / "step_00000020.json"));
+
+  const Result grid =
+      run_causal(eval + " --difficulty --lengths 2,4 --distractors 0,1 --depths 0,1 --rows 16");
+  CATCH_REQUIRE(grid.code == 0);
+  CATCH_CHECK_THAT(grid.out, Catch::Matchers::Contains("difficulty grid"));
+  fs::path written;
+  for (const auto& e : fs::directory_iterator(run / "eval")) {
+    if (e.path().filename().string().find("difficulty") != std::string::npos) written = e.path();
+  }
+  CATCH_REQUIRE(!written.empty());
+  const auto cells = nlohmann::json::parse(slurp(written))["cells"];
+  CATCH_CHECK(cells.size() == 2 * 2 * 2);  // lengths x distractors x evidence 0 and length - 1
+  fs::remove_all(run);
+
+  // A learned position table fixes max_seq_len.
+  const fs::path learned = scratch("eval_learned");
+  CATCH_REQUIRE(run_causal("train --config configs/retrieval.json --set model.position=learned --set "
+                           "train.steps=2 --run-dir " +
+                           learned.string())
+                    .code == 0);
+  const Result table = run_causal("eval --run " + learned.string() + " --set model.max_seq_len=9");
+  CATCH_CHECK(table.code == 2);
+  CATCH_CHECK_THAT(table.err, Catch::Matchers::Contains("position table"));
+  fs::remove_all(learned);
+}

@@ -50,14 +50,15 @@ const char* const kNonDefaultRetrieval = R"({
     "output_vocab": 12, "d_model": 96, "n_layers": 3, "n_heads": 6, "n_kv_heads": 2,
     "ffn": "swiglu", "ffn_hidden": 200, "ffn_multiple_of": 16, "norm": "rmsnorm", "norm_eps": 1e-6,
     "position": "learned", "max_seq_len": 64,
-    "rope": {"theta": 500000.5, "pairing": "halves", "scaling": "linear", "factor": 2.5},
+    "rope": {"theta": 500000.5, "pairing": "halves", "scaling": "linear", "factor": 2.5,
+             "original_max_seq_len": 48, "beta_fast": 16, "beta_slow": 2},
     "attention": "sdpa", "attention_block": 32, "qk_norm": true, "bias": false, "tie_embeddings": true,
     "dropout": 0.1,
     "init_std": 0.0123456789012345
   },
   "data": {"kind": "retrieval", "key_count": 12, "value_count": 12, "pairs": 5, "distractors": 2,
            "evidence": "fixed", "evidence_index": 3, "eval_pairs": [4, 8], "train_examples": 1000,
-           "test_examples": 100, "seed": 5},
+           "test_examples": 100, "seed": 5, "val_examples": 50, "query": "latest", "query_only": true},
   "train": {"steps": 50, "batch_size": 4, "grad_accum": 2,
             "optimizer": {"lr": 0.001, "betas": [0.8, 0.99], "eps": 1e-7, "weight_decay": 0.05,
                           "decay_norms_and_embeddings": true},
@@ -75,7 +76,8 @@ const char* const kNonDefaultText = R"({
     "output_vocab": 300, "d_model": 96, "n_layers": 3, "n_heads": 6, "n_kv_heads": 3,
     "ffn": "swiglu", "ffn_hidden": 256, "ffn_multiple_of": 32, "norm": "rmsnorm", "norm_eps": 1e-6,
     "position": "learned", "max_seq_len": 64,
-    "rope": {"theta": 20000, "pairing": "halves", "scaling": "linear", "factor": 4},
+    "rope": {"theta": 20000, "pairing": "halves", "scaling": "yarn", "factor": 4,
+             "original_max_seq_len": 32, "beta_fast": 24, "beta_slow": 0.5},
     "attention": "sdpa", "attention_block": 7, "qk_norm": true, "bias": false, "tie_embeddings": true,
     "dropout": 0.25,
     "init_std": 0.01
@@ -352,9 +354,9 @@ CATCH_TEST_CASE("config: a value of the wrong JSON type is an error naming the e
 }
 
 CATCH_TEST_CASE("config: an enum value not in its table lists the allowed spellings", "[unit][config]") {
-  const ConfigError e = parse_error(R"({"model": {"ffn": "relu"}})");
+  const ConfigError e = parse_error(R"({"model": {"ffn": "tanh"}})");
   CATCH_CHECK(e.path() == "model.ffn");
-  CATCH_CHECK_THAT(what(e), Contains("expected one of gelu|swiglu, got \"relu\""));
+  CATCH_CHECK_THAT(what(e), Contains("expected one of gelu|swiglu|relu, got \"tanh\""));
   CATCH_CHECK_THAT(
       what(parse_error(R"({"train": {"schedule": {"kind": 1}}})")),
       Contains("train.schedule.kind: expected one of constant|linear|cosine|wsd, got integer 1"));

@@ -54,11 +54,85 @@ CATCH_TEST_CASE("retrieval train and test are deduplicated and disjoint", "[unit
   cfg.pairs = 2;
   cfg.train_examples = 150;
   cfg.test_examples = 40;
+  cfg.val_examples = 20;
   RetrievalData data = build_retrieval_data(cfg);
-  auto train = signatures(data.train), test = signatures(data.test);
+  auto train = signatures(data.train), test = signatures(data.test), val = signatures(data.val);
   CATCH_REQUIRE(train.size() == 150);
   CATCH_REQUIRE(test.size() == 40);
+  CATCH_REQUIRE(val.size() == 20);
   for (const auto& s : test) CATCH_CHECK(train.count(s) == 0);
+  // The third split: validation avoids both, so selecting on it never reads a test row.
+  for (const auto& s : val) {
+    CATCH_CHECK(train.count(s) == 0);
+    CATCH_CHECK(test.count(s) == 0);
+  }
+}
+
+// Adding the validation split left train and test exactly as the lab draws them (generated after both).
+CATCH_TEST_CASE("retrieval validation split does not move train or test", "[unit][retrieval]") {
+  DataConfig cfg;
+  DataConfig fewer = cfg;
+  fewer.val_examples = 1;
+  const RetrievalData a = build_retrieval_data(cfg), b = build_retrieval_data(fewer);
+  CATCH_CHECK(a.train.keys.equal(b.train.keys));
+  CATCH_CHECK(a.test.values.equal(b.test.values));
+  CATCH_CHECK(a.val.size() == 384);
+  CATCH_CHECK(b.val.size() == 1);
+}
+
+// data.query "latest": the queried key occurs exactly twice in the context with different values, and the
+// answer is the later occurrence's value; order is the only thing that tells the two apart.
+CATCH_TEST_CASE("retrieval latest query answers the latest occurrence of a repeated key",
+                "[unit][retrieval]") {
+  for (EvidencePosition where : {EvidencePosition::kUniform, EvidencePosition::kFixed}) {
+    DataConfig cfg;
+    cfg.query = QueryMode::kLatest;
+    cfg.distractors = 1;
+    cfg.evidence = where;
+    cfg.evidence_index = 2;
+    const RetrievalData data = build_retrieval_data(cfg);
+    const RetrievalSplit& s = data.test;
+    const int64_t t = s.length();
+    std::set<int64_t> stale_positions;
+    for (int64_t i = 0; i < s.size(); ++i) {
+      const int64_t pad = t - s.valid[i].sum().item<int64_t>();
+      const int64_t query = s.keys[i][t - 1].item<int64_t>();
+      std::vector<int64_t> hits;
+      for (int64_t j = pad; j < t - 1; ++j) {
+        if (s.keys[i][j].item<int64_t>() == query) hits.push_back(j - pad);
+      }
+      CATCH_REQUIRE(hits.size() == 2);
+      CATCH_REQUIRE(hits[1] == s.evidence[i].item<int64_t>());
+      const int64_t stale = s.values[i][pad + hits[0]].item<int64_t>();
+      const int64_t latest = s.values[i][pad + hits[1]].item<int64_t>();
+      CATCH_REQUIRE(latest == s.answers[i].item<int64_t>());
+      CATCH_REQUIRE(stale != latest);
+      // The other context keys are distinct and differ from the queried key.
+      std::set<int64_t> others;
+      for (int64_t j = pad; j < t - 1; ++j) others.insert(s.keys[i][j].item<int64_t>());
+      CATCH_REQUIRE(static_cast<int64_t>(others.size()) == t - 1 - pad - 1);
+      stale_positions.insert(hits[0]);
+      if (where == EvidencePosition::kFixed) CATCH_REQUIRE(hits[1] == 2);
+    }
+    CATCH_CHECK(stale_positions.size() >= 2);  // the earlier occurrence moves: not a fixed offset
+  }
+}
+
+// data.query_only keeps the same examples (answers, groupings) but cuts every row to its query record.
+CATCH_TEST_CASE("retrieval query-only rows hold the query record of the same examples", "[unit][retrieval]") {
+  DataConfig cfg;
+  DataConfig cut = cfg;
+  cut.query_only = true;
+  const RetrievalData full = build_retrieval_data(cfg), only = build_retrieval_data(cut);
+  for (const auto& [a, b] :
+       {std::pair{&full.train, &only.train}, {&full.test, &only.test}, {&full.val, &only.val}}) {
+    CATCH_REQUIRE(b->length() == 1);
+    CATCH_CHECK(b->answers.equal(a->answers));
+    CATCH_CHECK(b->keys.select(1, 0).equal(a->keys.select(1, a->length() - 1)));
+    CATCH_CHECK(b->values.eq(cfg.value_count).all().item<bool>());
+  }
+  // The cut rows are the same inputs for every answer: nothing but the key to learn from.
+  CATCH_CHECK(only.train.keys.unique().numel() == cfg.key_count);
 }
 
 // Asking for more examples than exist fails with a clear error instead of looping or repeating rows.

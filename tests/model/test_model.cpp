@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "model/attention.h"
 #include "model/count_parameters.h"
+#include "model/feed_forward.h"
 #include "model/kv_cache.h"
 #include "model/mask.h"
 #include "model/transformer.h"
@@ -554,4 +555,26 @@ CATCH_TEST_CASE("model: every ffn/norm/bias/qk_norm variant runs forward and bac
       }
     }
   }
+}
+
+// The lab's nn.TransformerEncoderLayer uses a ReLU FFN: "relu" is fc_out(relu(fc_in(x))) under the GELU
+// FFN's parameter names, checked against the formula written out here.
+CATCH_TEST_CASE("model: relu ffn computes fc_out(relu(fc_in(x)))", "[unit][model]") {
+  torch::manual_seed(31);
+  FeedForward relu(FeedForwardOptions(6, 10).kind(FfnKind::kRelu));
+  FeedForward gelu(FeedForwardOptions(6, 10).kind(FfnKind::kGelu));
+  const auto params = relu->named_parameters();
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : gelu->named_parameters()) p.value().copy_(params[p.key()]);
+  }
+  CATCH_REQUIRE(params.size() == 4);
+  CATCH_CHECK(params.contains("fc_in.weight"));
+  const auto x = torch::randn({3, 6});
+  const auto hidden = x.matmul(params["fc_in.weight"].t()) + params["fc_in.bias"];
+  const auto expected = hidden.clamp_min(0).matmul(params["fc_out.weight"].t()) + params["fc_out.bias"];
+  torch::NoGradGuard no_grad;
+  CATCH_CHECK(torch::allclose(relu->forward(x), expected, 1e-6, 1e-6));
+  CATCH_CHECK(hidden.lt(0).any().item<bool>());  // some units are cut, so relu and gelu differ here
+  CATCH_CHECK_FALSE(torch::allclose(relu->forward(x), gelu->forward(x), 1e-3, 1e-3));
 }

@@ -138,3 +138,62 @@ CATCH_TEST_CASE("rope: linear scaling divides positions by the factor", "[unit][
       torch::allclose(apply_rope(x, p, scaled), apply_rope(x, p, rope_config(RopePairing::kHalves))));
   CATCH_CHECK_THROWS_AS(apply_rope(torch::randn({1, 1, 2, 3}), positions_of({0, 1}), scaled), c10::Error);
 }
+
+// NTK-aware scaling (bloc97, 2023; "dynamic" variants aside) changes the base to theta * s^(dk/(dk-2)).
+// dk = 8, theta = 10000, s = 4: base' = 10000 * 4^(4/3) = 63496.042...; pair i turns at base'^(-2i/8):
+// pair 0 keeps 1 (it extrapolates) and the last pair is exactly theta^(-6/8) / s = 0.001 / 4.
+CATCH_TEST_CASE("rope: ntk scaling changes the base by factor^(dk/(dk-2))", "[unit][rope]") {
+  RopeConfig c = rope_config(RopePairing::kInterleaved);
+  c.scaling = RopeScaling::kNtk;
+  c.factor = 4.0;
+  const auto f = causal::rope_inv_freq(8, c);
+  const std::vector<double> expected = {1.0, 0.06299605249474366, 0.003968502629920499, 0.00025};
+  CATCH_REQUIRE(f.size(0) == 4);
+  for (int64_t i = 0; i < 4; ++i) CATCH_CHECK(f[i].item<double>() == Approx(expected[i]).epsilon(1e-12));
+  CATCH_CHECK(causal::rope_attention_scale(c) == 1.0);
+  // Not vacuous: unscaled frequencies are 1, 0.1, 0.01, 0.001.
+  CATCH_CHECK(causal::rope_inv_freq(8, rope_config(RopePairing::kInterleaved))[1].item<double>() ==
+              Approx(0.1).epsilon(1e-12));
+}
+
+// YaRN (Peng et al., 2023, and its reference code): d(r) = dk ln(L / (2 pi r)) / (2 ln theta) is the pair
+// that turns r times over the trained length L; lo = floor(d(beta_fast)), hi = ceil(d(beta_slow)); pairs
+// below lo keep theta^(-2i/dk), pairs from hi on are divided by s, a linear ramp in between; q and k are
+// scaled by 0.1 ln(s) + 1. dk = 16, theta = 10000, L = 2048, s = 4, betas 32 and 1: d(32) = 2.016 -> lo 2,
+// d(1) = 5.026 -> hi 6, so the kept share per pair is 1, 1, 1, .75, .5, .25, 0, 0 and
+// inv_freq_i = 10000^(-i/8) * (keep + (1 - keep) / 4).
+CATCH_TEST_CASE("rope: yarn interpolates slow pairs, keeps fast ones, and scales attention", "[unit][rope]") {
+  RopeConfig c = rope_config(RopePairing::kInterleaved);
+  c.scaling = RopeScaling::kYarn;
+  c.factor = 4.0;
+  c.original_max_seq_len = 2048;
+  c.beta_fast = 32.0;
+  c.beta_slow = 1.0;
+  const auto f = causal::rope_inv_freq(16, c);
+  const std::vector<double> expected = {1.0,                                      // keep 1
+                                        0.31622776601683794,                      // keep 1
+                                        0.1,                                      // keep 1
+                                        0.03162277660168379 * (0.75 + 0.0625),    // keep .75
+                                        0.01 * (0.5 + 0.125),                     // keep .5
+                                        0.0031622776601683794 * (0.25 + 0.1875),  // keep .25
+                                        0.001 / 4,                                // interpolated
+                                        0.00031622776601683794 / 4};              // interpolated
+  CATCH_REQUIRE(f.size(0) == 8);
+  for (int64_t i = 0; i < 8; ++i) CATCH_CHECK(f[i].item<double>() == Approx(expected[i]).epsilon(1e-12));
+  CATCH_CHECK(causal::rope_attention_scale(c) == Approx(1.138629436111989).epsilon(1e-12));
+
+  // The tables carry the temperature: cos and sin at position 3 of pair 4 are 1.1386 x cos/sin(3 x 0.00625).
+  const auto tables = causal::rope_tables(positions_of({0, 3}), 16, c, torch::kDouble);
+  CATCH_CHECK(tables.cos[0][0][1][4].item<double>() ==
+              Approx(1.138629436111989 * std::cos(3 * 0.00625)).epsilon(1e-12));
+  CATCH_CHECK(tables.sin[0][0][1][4].item<double>() ==
+              Approx(1.138629436111989 * std::sin(3 * 0.00625)).epsilon(1e-12));
+  // So a q.k at equal positions grows by the square of the factor.
+  torch::manual_seed(25);
+  const auto q = torch::randn({1, 1, 1, 16}, torch::kDouble);
+  RopeConfig no_scale = c;
+  no_scale.factor = 1.0;  // s = 1: the same frequencies as unscaled and a temperature of 1
+  CATCH_CHECK(rotated_dot(q, q, 5, 5, c) ==
+              Approx(1.138629436111989 * 1.138629436111989 * (q * q).sum().item<double>()).epsilon(1e-9));
+  CATCH_CHECK(rotated_dot(q, q, 5, 5, no_scale) == Approx((q * q).sum().item<double>()).epsilon(1e-9));
+}
