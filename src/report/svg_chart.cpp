@@ -204,9 +204,14 @@ std::string render_line_chart(const LineChart& chart) {
       ++drawable;
       x_lo = std::min(x_lo, s.x[i]);
       x_hi = std::max(x_hi, s.x[i]);
-      y_lo = std::min(y_lo, s.y[i]);
-      y_hi = std::max(y_hi, s.y[i]);
+      const double err = i < s.y_err.size() && std::isfinite(s.y_err[i]) ? std::fabs(s.y_err[i]) : 0.0;
+      y_lo = std::min(y_lo, chart.log_y && s.y[i] - err <= 0.0 ? s.y[i] : s.y[i] - err);
+      y_hi = std::max(y_hi, s.y[i] + err);
     }
+  }
+  if (!chart.x_categories.empty()) {  // half a category of margin on each side
+    x_lo = -0.5;
+    x_hi = static_cast<double>(chart.x_categories.size()) - 0.5;
   }
   if (drawable == 0) {
     x_lo = 0, x_hi = 1;
@@ -224,7 +229,9 @@ std::string render_line_chart(const LineChart& chart) {
     y_hi = y_from_data ? std::max(y_hi, y) : y;
     y_from_data = true;
   }
-  if (x_hi == x_lo) {  // a single step: centre it
+  if (!chart.x_categories.empty()) {
+    // the category range set above stands
+  } else if (x_hi == x_lo) {  // a single step: centre it
     x_lo -= 1;
     x_hi += 1;
   } else if (x_lo > 0 && x_lo <= 0.05 * (x_hi - x_lo)) {
@@ -301,7 +308,10 @@ std::string render_line_chart(const LineChart& chart) {
       << px(ys(t)) << "\"/>\n";
   }
   std::vector<double> x_ticks = linear_ticks(x_lo, x_hi, std::max(2, static_cast<int>(plot_w / 90)));
-  if (chart.integer_x) {  // steps are whole numbers: no 1.5 ticks
+  if (!chart.x_categories.empty()) {
+    x_ticks.clear();
+    for (size_t i = 0; i < chart.x_categories.size(); ++i) x_ticks.push_back(static_cast<double>(i));
+  } else if (chart.integer_x) {  // steps are whole numbers: no 1.5 ticks
     x_ticks.erase(std::remove_if(x_ticks.begin(), x_ticks.end(), [](double t) { return t != std::floor(t); }),
                   x_ticks.end());
   }
@@ -317,8 +327,12 @@ std::string render_line_chart(const LineChart& chart) {
       << xml_escape(format_number(t)) << "</text>\n";
   }
   for (double t : x_ticks) {
+    const size_t category = static_cast<size_t>(t);
+    const std::string label = chart.x_categories.empty()
+                                  ? format_number(t)
+                                  : chart.x_categories[std::min(category, chart.x_categories.size() - 1)];
     o << "<text x=\"" << px(xs(t)) << "\" y=\"" << px(top + plot_h + 16) << "\" text-anchor=\"middle\">"
-      << xml_escape(format_number(t)) << "</text>\n";
+      << xml_escape(label) << "</text>\n";
   }
   o << "</g>\n";
   // Axes and their labels.
@@ -375,6 +389,16 @@ std::string render_line_chart(const LineChart& chart) {
           << " stroke-linejoin=\"round\"" << (s.dashed ? " stroke-dasharray=\"5 3\"" : "") << opacity
           << "/>\n";
       }
+    }
+    // Whiskers (mean +- std) under the markers.
+    for (size_t k = 0; k < n && k < s.y_err.size(); ++k) {
+      if (!usable(s.x[k], s.y[k], chart.log_y) || !std::isfinite(s.y_err[k]) || s.y_err[k] == 0.0) continue;
+      const double err = std::fabs(s.y_err[k]);
+      const double lo = chart.log_y && s.y[k] - err <= 0.0 ? s.y[k] : s.y[k] - err;
+      const double x = xs(s.x[k]), y0 = ys(lo), y1 = ys(s.y[k] + err);
+      o << "<path class=\"whisker\" d=\"M" << px(x) << " " << px(y0) << "V" << px(y1) << "M" << px(x - 4)
+        << " " << px(y0) << "H" << px(x + 4) << "M" << px(x - 4) << " " << px(y1) << "H" << px(x + 4)
+        << "\" fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.2\"" << opacity << "/>\n";
     }
     // A lone point of a line series gets a dot too, or it would be invisible.
     const bool markers = s.style != SeriesStyle::kLine;

@@ -20,7 +20,8 @@ struct Series {
   bool hollow = false;         // markers drawn as rings (for subtle marks)
   bool dashed = false;         // dashed line
   double opacity = 1.0;
-  int layer = 0;  // drawing order: lower layers first (ties keep series order); legend unaffected
+  int layer = 0;              // drawing order: lower layers first (ties keep series order); legend unaffected
+  std::vector<double> y_err;  // when set (same length as y): a whisker from y - err to y + err per point
 };
 
 // A vertical line at x (e.g. where a run was resumed) or a horizontal one at y (e.g. the clip threshold).
@@ -43,6 +44,8 @@ struct LineChart {
   double y_min = NAN, y_max = NAN;  // likewise for y (e.g. 0 and 1 for accuracies)
   std::vector<Series> series;
   std::vector<RefLine> x_lines, y_lines;
+  // When set, x is a category index 0..n-1: one tick per category, labelled with its name.
+  std::vector<std::string> x_categories;
 };
 
 // <svg>...</svg>. A chart with no drawable point still renders (axes, title) with a "no data" note.

@@ -21,11 +21,17 @@
 #include "report/svg_chart.h"
 #include "run/run_folder.h"
 #include "run/train_run.h"
+#include "support/browser.h"
 #include "support/byte_docs.h"
 #include "support/cli.h"
+#include "support/html_checks.h"
 
 using namespace causal;
+using causal::testing::check_renders;
+using causal::testing::check_self_contained;
+using causal::testing::find_chromium;
 using causal::testing::slurp;
+using causal::testing::tag_balance_problem;
 namespace fs = std::filesystem;
 
 namespace {
@@ -38,30 +44,6 @@ size_t count_of(const std::string& text, const std::string& needle) {
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size()))
     ++n;
   return n;
-}
-
-// Every opened tag is closed in order (HTML void elements and <!...> aside). Returns "" or the problem.
-std::string tag_balance_problem(const std::string& text) {
-  static const std::vector<std::string> kVoid{"meta", "br", "hr", "img", "input", "link"};
-  std::vector<std::string> open;
-  for (size_t at = text.find('<'); at != std::string::npos; at = text.find('<', at + 1)) {
-    const size_t end = text.find('>', at);
-    if (end == std::string::npos) return "unterminated tag at " + std::to_string(at);
-    const std::string tag = text.substr(at + 1, end - at - 1);
-    if (tag.empty() || tag[0] == '!' || tag[0] == '?') continue;
-    if (tag[0] == '/') {
-      const std::string name = tag.substr(1);
-      if (open.empty() || open.back() != name) {
-        return "</" + name + "> closes <" + (open.empty() ? std::string("nothing") : open.back()) + ">";
-      }
-      open.pop_back();
-      continue;
-    }
-    if (tag.back() == '/') continue;  // self-closing
-    const std::string name = tag.substr(0, tag.find_first_of(" \n\t"));
-    if (std::find(kVoid.begin(), kVoid.end(), name) == kVoid.end()) open.push_back(name);
-  }
-  return open.empty() ? "" : "<" + open.back() + "> never closed";
 }
 
 // Every coordinate attribute and path command number parses as a finite number. Returns "" or the problem.
@@ -117,19 +99,6 @@ svg::LineChart chart_of(std::vector<svg::Series> series, bool log_y = false) {
   return c;
 }
 
-// The page may name no network resource: the only URL allowed is the SVG namespace.
-void check_self_contained(const std::string& html) {
-  std::string rest = html;
-  for (size_t at; (at = rest.find("http://www.w3.org/2000/svg")) != std::string::npos;) rest.erase(at, 26);
-  CATCH_CHECK(rest.find("http://") == std::string::npos);
-  CATCH_CHECK(rest.find("https://") == std::string::npos);
-  CATCH_CHECK(rest.find("<script") == std::string::npos);
-  CATCH_CHECK(rest.find("src=") == std::string::npos);
-  CATCH_CHECK(rest.find("<link") == std::string::npos);
-  CATCH_CHECK(rest.find("@import") == std::string::npos);
-  CATCH_CHECK(tag_balance_problem(html) == "");
-}
-
 void write_file(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << text;
@@ -177,43 +146,6 @@ fs::path train_text(const fs::path& dir, int64_t steps) {
   request.print_table = false;
   train_run(config, request);
   return dir / "run";
-}
-
-std::string find_chromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
-    if (std::system((std::string("command -v ") + name + " >/dev/null 2>&1").c_str()) == 0) return name;
-  }
-  return "";
-}
-
-// Screenshots `report` with headless Chromium into `png`; checks it is a real 1280-wide PNG of some size.
-void check_renders(const std::string& chromium, const fs::path& report, const fs::path& png) {
-  const fs::path profile = png.parent_path() / "chromium-profile";
-  const std::string cmd = "timeout 180 " + chromium +
-                          " --headless --disable-gpu --no-sandbox --hide-scrollbars --no-first-run "
-                          "--disable-dev-shm-usage --user-data-dir=" +
-                          profile.string() + " --window-size=1280,3000 --screenshot=" + png.string() +
-                          " file://" + fs::absolute(report).string() + " >" + png.string() + ".log 2>&1";
-  CATCH_INFO(cmd);
-  CATCH_CHECK(std::system(cmd.c_str()) == 0);
-  CATCH_REQUIRE(fs::exists(png));
-  CATCH_CHECK(fs::file_size(png) > 20000);
-  const std::string bytes = slurp(png);
-  CATCH_REQUIRE(bytes.size() > 24);
-  CATCH_CHECK(bytes.substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
-  CATCH_CHECK(bytes.substr(12, 4) == "IHDR");
-  auto be32 = [&](size_t at) {
-    return (static_cast<uint32_t>(static_cast<unsigned char>(bytes[at])) << 24) |
-           (static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + 1])) << 16) |
-           (static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + 2])) << 8) |
-           static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + 3]));
-  };
-  CATCH_CHECK(be32(16) == 1280);
-  CATCH_CHECK(be32(20) == 3000);
-  if (const char* keep = std::getenv("CAUSAL_REPORT_PNG_DIR")) {
-    fs::create_directories(keep);
-    fs::copy_file(png, fs::path(keep) / png.filename(), fs::copy_options::overwrite_existing);
-  }
 }
 
 }  // namespace
