@@ -161,10 +161,12 @@ void write_training_tensors(const fs::path& dir, torch::nn::Module& model,
 }
 
 fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch::nn::Module& model,
-                         const torch::optim::Optimizer& optimizer, const nlohmann::json& config) {
+                         const torch::optim::Optimizer& optimizer, const nlohmann::json& config,
+                         const std::function<void(const fs::path&)>& after_tensors) {
   fs::create_directories(root);
   return commit_checkpoint(root, state.step, [&](const fs::path& dir) {
     write_training_tensors(dir, model, optimizer, state.step);
+    if (after_tensors) after_tensors(dir);
     write_file_synced(dir / kStateFile, state.to_json().dump(2) + "\n");
     write_file_synced(dir / kConfigFile, config.dump(2) + "\n");
   });
@@ -191,6 +193,10 @@ fs::path find_checkpoint(const fs::path& run_dir, const std::string& ref) {
       } catch (const CheckpointError& e) {
         why = std::string(" (") + e.what() + ")";
       }
+    }
+    if (why.empty()) {
+      if (const std::string problem = newest_checkpoint_problem(root); !problem.empty())
+        why = " (" + problem + ")";
     }
     throw CheckpointError("[checkpoint] no valid checkpoint in " + root.string() + why);
   }

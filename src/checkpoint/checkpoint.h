@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -39,10 +40,12 @@ struct TrainingState {
 nlohmann::json capture_global_rng(const c10::Device& device);
 void restore_global_rng(const nlohmann::json& rng, const c10::Device& device);
 
-// Writes root/step_<state.step> atomically and returns it. Throws CheckpointError.
-std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
-                                      torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
-                                      const nlohmann::json& config);
+// Writes root/step_<state.step> atomically and returns it; `after_tensors` runs once the tensor files
+// are in the temporary directory (fault injection). Throws CheckpointError.
+std::filesystem::path save_checkpoint(
+    const std::filesystem::path& root, const TrainingState& state, torch::nn::Module& model,
+    const torch::optim::Optimizer& optimizer, const nlohmann::json& config,
+    const std::function<void(const std::filesystem::path&)>& after_tensors = {});
 
 // model.safetensors and optimizer.safetensors of `model` and `optimizer` in `dir` (also used by forensics).
 void write_training_tensors(const std::filesystem::path& dir, torch::nn::Module& model,

@@ -114,13 +114,46 @@ nlohmann::json verify_checkpoint(const fs::path& dir) {
 }
 
 std::optional<fs::path> latest_valid_checkpoint(const fs::path& root) {
-  std::ifstream latest(root / kLatest);
-  std::string name;
-  if (latest >> name && name.rfind("step_", 0) == 0 && verifies(root / name)) return root / name;
+  // The newest directory that verifies, not LATEST: a crash between a checkpoint's rename and the
+  // replacement of LATEST leaves LATEST one behind, and continuing from there would collide with the
+  // newer directory at its next save.
   for (const fs::path& dir : step_dirs(root)) {
     if (verifies(dir)) return dir;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> set_aside_invalid_after(const fs::path& root, const fs::path& valid) {
+  std::vector<std::string> set_aside;
+  for (const fs::path& dir : step_dirs(root)) {
+    if (dir.filename() <= valid.filename()) break;
+    std::string why;
+    try {
+      verify_checkpoint(dir);
+      continue;
+    } catch (const CheckpointError& e) {
+      why = e.what();
+    }
+    fs::path target = root / ("invalid-" + dir.filename().string());
+    for (int i = 2; fs::exists(target); ++i)
+      target = root / ("invalid-" + dir.filename().string() + "-" + std::to_string(i));
+    std::error_code ec;
+    fs::rename(dir, target, ec);
+    if (ec) throw CheckpointError("[checkpoint] cannot set aside " + dir.string() + ": " + ec.message());
+    set_aside.push_back(dir.filename().string() + " (" + why.substr(why.find(": ") + 2) + ")");
+  }
+  return set_aside;
+}
+
+std::string newest_checkpoint_problem(const fs::path& root) {
+  const std::vector<fs::path> dirs = step_dirs(root);
+  if (dirs.empty()) return "";
+  try {
+    verify_checkpoint(dirs.front());
+    return "";
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
 }
 
 void remove_stale_temporaries(const fs::path& root) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace causal {
 
@@ -25,8 +26,17 @@ std::filesystem::path commit_checkpoint(const std::filesystem::path& root, int64
 // returns the manifest. Throws CheckpointError naming the directory and the first mismatch.
 nlohmann::json verify_checkpoint(const std::filesystem::path& dir);
 
-// The checkpoint LATEST names if it verifies, else the newest step_* directory that does; nullopt if none.
+// The newest step_* directory that verifies (LATEST is only a hint for readers); nullopt if none.
 std::optional<std::filesystem::path> latest_valid_checkpoint(const std::filesystem::path& root);
+
+// The step_* directories newer than `valid` that do not verify (a crash or a bad disk spoiled them), each
+// renamed to root/invalid-step_NNNNNNNN (kept for inspection, never loaded) so the run can write those
+// steps again. Returns "step_NNNNNNNN (why)" for each, newest first.
+std::vector<std::string> set_aside_invalid_after(const std::filesystem::path& root,
+                                                 const std::filesystem::path& valid);
+
+// Why the newest step_* directory under root does not verify ("" when it does or there is none).
+std::string newest_checkpoint_problem(const std::filesystem::path& root);
 
 // Removes temporaries left by a crash during commit_checkpoint (called at start-up).
 void remove_stale_temporaries(const std::filesystem::path& root);

@@ -21,6 +21,9 @@ namespace causal {
 struct CheckpointerOptions {
   int64_t every = 0;  // steps between periodic saves; 0 = only the last step (and forced saves)
   int64_t keep = 3;   // newest checkpoints kept after each save (>= 1)
+  // Called inside each write once the tensor files are in the temporary directory (injected save
+  // faults, train/fault_injection.h); may throw, which fails that save like a real write error.
+  std::function<void(const std::filesystem::path& dir, int64_t step)> during_write;
 };
 
 class Checkpointer {

@@ -27,7 +27,9 @@ StartPlan plan_start(const ResumeRequest& request, const std::string& name, int6
     // Without --run-dir, only an unfinished run of the same name is continued; a finished one is kept
     // and the new run gets a folder of its own.
     const fs::path named = fs::path(request.runs_root) / name;
-    if (has_valid_checkpoint(named) && read_checkpoint(find_checkpoint(named, "")).state.step < steps) {
+    // A run killed after its last checkpoint but before results.json is unfinished too.
+    if (has_valid_checkpoint(named) && (read_checkpoint(find_checkpoint(named, "")).state.step < steps ||
+                                        !fs::exists(named / "results.json"))) {
       plan.continue_in = named;
     }
     return plan;
@@ -63,9 +65,26 @@ void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested
                      const nlohmann::json& identity, spdlog::logger* log) {
   std::vector<std::string> errors =
       config_differences(from.config, requested_config, {"model", "data", "seed"});
-  if (from.state.data_identity != identity) {
-    errors.push_back("training data: checkpoint " + from.state.data_identity.dump() + ", now " +
-                     identity.dump());
+  nlohmann::json now = identity;
+  // Checkpoints written before the data fingerprint existed are compared on what they hold.
+  if (from.state.data_identity.is_object() && now.is_object() &&
+      !from.state.data_identity.contains("train_sha256"))
+    now.erase("train_sha256");
+  if (from.state.data_identity != now) {
+    const nlohmann::json& was = from.state.data_identity;
+    if (was.is_object() && now.is_object()) {
+      // Each field that changed, by name (the data fingerprint, the tokenizer, the counts).
+      nlohmann::json keys = was;
+      keys.update(now);
+      for (const auto& [key, _] : keys.items()) {
+        const nlohmann::json a = was.value(key, nlohmann::json("(absent)")),
+                             b = now.value(key, nlohmann::json("(absent)"));
+        if (a != b)
+          errors.push_back("training data " + key + ": checkpoint " + a.dump() + ", now " + b.dump());
+      }
+    } else {
+      errors.push_back("training data: checkpoint " + was.dump() + ", now " + now.dump());
+    }
   }
   if (!errors.empty()) {
     std::string message = "[checkpoint] " + from.dir.string() + " cannot continue with this config: ";

@@ -87,7 +87,8 @@ Command add_train_command(CLI::App& app) {
   train->add_option("--inject-fault", flags->request.inject_fault,
                     "Fault injection for drills and tests: KIND:NAME@STEP fills a weight (weight:PARAM), a "
                     "sub-layer output (activation:embed|blocks.<i>.attn|blocks.<i>.ffn|final_norm|logits) or "
-                    "a gradient (gradient:PARAM) with NaN at that step (docs/diagnostics.md)");
+                    "a gradient (gradient:PARAM) with NaN at that step, or fails (save:partial) or pauses "
+                    "(save:pause) the checkpoint write of that step (docs/diagnostics.md)");
   train->add_option("--replay", flags->replay,
                     "Recompute the step saved in a forensics bundle (RUN/forensics/step_N) from its weights, "
                     "batch and RNG state, and report whether it is non-finite again (exit 5) and where");

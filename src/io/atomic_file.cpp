@@ -17,9 +17,15 @@ std::string errno_text() { return std::strerror(errno); }
 void write_stream(const fs::path& path, const FileWriter& write) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw IoError("[io] cannot open " + path.string() + " for writing: " + errno_text());
+  errno = 0;
   write(out);
   out.flush();
-  if (!out) throw IoError("[io] cannot write " + path.string() + " (disk full or I/O error)");
+  // errno of the failed write(2) (ENOSPC on a full disk): the stream itself keeps no reason.
+  const int write_errno = errno;
+  if (!out) {
+    throw IoError("[io] cannot write " + path.string() + ": " +
+                  (write_errno ? std::strerror(write_errno) : "disk full or I/O error"));
+  }
   out.close();
   if (out.fail()) throw IoError("[io] cannot close " + path.string());
 }

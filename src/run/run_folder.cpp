@@ -5,7 +5,11 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <sys/file.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "io/atomic_file.h"
 
@@ -30,6 +34,36 @@ bool RunFolder::is_empty_or_absent(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return true;
   return fs::is_directory(dir, ec) && fs::is_empty(dir, ec);
+}
+
+void RunFolder::check_writable(const fs::path& dir, int64_t bytes) {
+  // The nearest directory that exists: a folder still to be created lands on its file system.
+  fs::path existing = dir.empty() ? fs::path(".") : dir;
+  std::error_code ec;
+  while (!fs::is_directory(existing, ec) && existing.has_parent_path() && existing.parent_path() != existing)
+    existing = existing.parent_path();
+  if (!fs::is_directory(existing, ec)) existing = ".";
+  // A real file, not access(2): root passes permission checks but not a read-only mount.
+  const fs::path probe = existing / (".causal-write-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw RunFolderError("run folder " + dir.string() + ": cannot write in " + existing.string() + " (" +
+                         std::strerror(errno) +
+                         "); expected a writable directory, or choose another --run-dir");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  struct statvfs fs_stats {};
+  if (::statvfs(existing.c_str(), &fs_stats) != 0) return;  // unknown: the writes themselves will tell
+  const double free_bytes = static_cast<double>(fs_stats.f_bavail) * static_cast<double>(fs_stats.f_frsize);
+  if (free_bytes < static_cast<double>(bytes)) {
+    constexpr double kMiB = 1024.0 * 1024.0;
+    char text[160];
+    std::snprintf(text, sizeof(text), "%.2f MiB free, the run needs about %.2f MiB", free_bytes / kMiB,
+                  static_cast<double>(bytes) / kMiB);
+    throw RunFolderError("run folder " + dir.string() + ": its file system (" + existing.string() + ") has " +
+                         text + " for checkpoints and logs; free space or choose another --run-dir");
+  }
 }
 
 std::unique_ptr<RunFolder> RunFolder::open_existing(const fs::path& dir) {
@@ -61,9 +95,13 @@ std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const
 RunFolder::RunFolder(fs::path path) : path_(std::move(path)) {
   const fs::path lock = path_ / ".lock";
   lock_fd_ = ::open(lock.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    const std::string holder = lock_fd_ >= 0 ? lock_holder(lock_fd_) : "";
-    if (lock_fd_ >= 0) ::close(lock_fd_);
+  if (lock_fd_ < 0) {
+    throw RunFolderError("run folder " + path_.string() + ": cannot open its lock file " + lock.string() +
+                         " (" + std::strerror(errno) + "); expected a writable run folder");
+  }
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const std::string holder = lock_holder(lock_fd_);
+    ::close(lock_fd_);
     throw RunFolderError("run folder " + path_.string() + " is locked by another causal process (" +
                          (holder.empty() ? "" : "pid " + holder + ", ") + lock.string() +
                          "); wait for it to end or stop it");

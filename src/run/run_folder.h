@@ -23,6 +23,9 @@ class RunFolder : public TrainOutput {
   // An existing run folder, to continue a run in it (resume). Throws RunFolderError if it is locked.
   static std::unique_ptr<RunFolder> open_existing(const std::filesystem::path& dir);
   static bool is_empty_or_absent(const std::filesystem::path& dir);
+  // Before training starts: the file system that holds (or will hold) `dir` must take a new file and have
+  // `bytes` free, else RunFolderError names the directory, the errno text or the free and needed space.
+  static void check_writable(const std::filesystem::path& dir, int64_t bytes);
   ~RunFolder() override;
   RunFolder(const RunFolder&) = delete;
   RunFolder& operator=(const RunFolder&) = delete;

@@ -85,24 +85,38 @@ nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluati
   return results;
 }
 
-// --resume auto on an explicit --run-dir that holds this very run (config.json with the same model, data,
-// seed and name) and no checkpoint at all: the run was killed before its first checkpoint (SIGKILL, a
-// cluster's preemption) and starts again there from step 0, so a requeue loop converges. False where
-// RunFolder::create decides (empty, absent, not a run folder, finished, or holding checkpoints that do not
-// verify: those are never replaced); throws RunFolderError for a folder of another run.
-bool restarts_in_place(const StartPlan& plan, const TrainRequest& request,
-                       const nlohmann::json& config_json) {
-  if (request.resume != "auto" || request.run_dir.empty() || !plan.continue_in.empty() || plan.fork_from)
+// A folder killed between RunFolder::create and its config.json: nothing in it but what create made.
+bool holds_only_a_new_folder(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == ".lock" || name == "log.txt") continue;
+    if (name == "metrics.jsonl" && fs::file_size(entry.path(), ec) == 0) continue;
     return false;
-  const fs::path dir = request.run_dir;
-  if (RunFolder::is_empty_or_absent(dir) || fs::exists(dir / "results.json")) return false;
+  }
+  return !ec;
+}
+
+// --resume auto on a run folder (--run-dir, or runs/<name> without it) that holds this very run (config.json
+// with the same model, data, seed and name) and no checkpoint at all: the run was killed before its first
+// checkpoint (SIGKILL, a cluster's preemption) and starts again there from step 0, so a requeue loop
+// converges. nullopt where RunFolder::create decides (empty, absent, not a run folder, finished, holding a
+// valid checkpoint, or runs/<name> holding another run: that one gets runs/<name>-N). Throws RunFolderError
+// for a --run-dir of another run, and CheckpointError when every checkpoint of this run is invalid.
+std::optional<fs::path> restart_folder(const StartPlan& plan, const TrainRequest& request,
+                                       const nlohmann::json& config_json, const std::string& name) {
+  if (request.resume != "auto" || !plan.continue_in.empty() || plan.fork_from) return std::nullopt;
+  const bool named = request.run_dir.empty();
+  const fs::path dir = named ? fs::path(request.runs_root) / name : fs::path(request.run_dir);
+  if (RunFolder::is_empty_or_absent(dir)) return std::nullopt;
   std::ifstream in(dir / "config.json");
-  if (!in) return false;
+  if (!in) return holds_only_a_new_folder(dir) ? std::optional<fs::path>(dir) : std::nullopt;
   const nlohmann::json stored = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!stored.is_object()) return false;
+  if (!stored.is_object()) return std::nullopt;
   const std::vector<std::string> differences =
       config_differences(stored, config_json, {"model", "data", "seed", "name"});
   if (!differences.empty()) {
+    if (named) return std::nullopt;
     std::string first = differences.front();
     if (const auto at = first.find(": checkpoint "); at != std::string::npos)
       first.replace(at, 13, ": its config.json ");
@@ -111,11 +125,16 @@ bool restarts_in_place(const StartPlan& plan, const TrainRequest& request,
         (differences.size() > 1 ? ", and " + std::to_string(differences.size() - 1) + " more" : "") +
         "); choose another --run-dir (runs are never overwritten)");
   }
+  const fs::path checkpoints = dir / "checkpoints";
+  // This run's checkpoints, none of them valid: nothing to continue from, and nothing to overwrite.
+  if (!newest_checkpoint_problem(checkpoints).empty() && !latest_valid_checkpoint(checkpoints))
+    find_checkpoint(dir, "");  // throws, naming why the newest one is invalid
+  if (fs::exists(dir / "results.json")) return std::nullopt;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir / "checkpoints", ec)) {
-    if (entry.path().filename().string().rfind("step_", 0) == 0) return false;
+  for (const auto& entry : fs::directory_iterator(checkpoints, ec)) {
+    if (entry.path().filename().string().rfind("step_", 0) == 0) return std::nullopt;
   }
-  return true;
+  return dir;
 }
 
 }  // namespace
@@ -131,13 +150,13 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   const StartPlan plan = plan_start({request.resume, request.run_dir, request.runs_root}, config.name, steps);
   std::unique_ptr<RunFolder> folder;
   if (!plan.continue_in.empty()) folder = RunFolder::open_existing(plan.continue_in);
-  const bool restart = restarts_in_place(plan, request, config_json);
+  const std::optional<fs::path> restart = restart_folder(plan, request, config_json, config.name);
   if (restart) {
-    folder = RunFolder::open_existing(request.run_dir);  // locked: no other process writes there now
+    folder = RunFolder::open_existing(*restart);  // locked: no other process writes there now
     remove_stale_temporaries(folder->path() / "checkpoints");
     if (fs::is_directory(folder->path() / "checkpoints") &&
         latest_valid_checkpoint(folder->path() / "checkpoints")) {
-      throw RunFolderError("run folder " + request.run_dir +
+      throw RunFolderError("run folder " + restart->string() +
                            " received a checkpoint while this run was starting; run the command again");
     }
   }
@@ -148,6 +167,16 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   // Before any folder is written or tensor allocated: a model that cannot fit is refused with its estimate.
   const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
   if (device.is_cpu()) check_training_memory(cost, physical_memory_bytes(), "this machine");
+  {
+    // Checkpoints are the run's only large files: a fresh run keeps keep_checkpoints of them plus the one
+    // being written; a continued run already holds its own. 1 MiB covers logs and metrics.
+    const int64_t checkpoint_bytes = cost.memory.parameters + cost.memory.optimizer + (64 << 10);
+    const int64_t count = folder ? 1 : config.train.keep_checkpoints + 1;
+    const fs::path out = folder                     ? folder->path()
+                         : !request.run_dir.empty() ? fs::path(request.run_dir)
+                                                    : fs::path(request.runs_root) / config.name;
+    RunFolder::check_writable(out, count * checkpoint_bytes + (1 << 20));
+  }
   if (from) check_resumable(*from, config_json, task->identity(), folder ? &folder->log() : nullptr);
   if (from) {
     if (std::optional<nlohmann::json> results = finished_results(plan, *from, steps)) {
@@ -159,7 +188,17 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     }
   }
   if (!folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
-  if (from && !plan.continue_in.empty()) folder->truncate_metrics_after(from->state.step);
+  if (from && !plan.continue_in.empty()) {
+    const std::vector<std::string> set_aside =
+        set_aside_invalid_after(plan.continue_in / "checkpoints", from->dir);
+    if (!set_aside.empty()) {
+      std::string list;
+      for (const std::string& item : set_aside) list += (list.empty() ? "" : "; ") + item;
+      folder->log().warn("falling back to {}: newer checkpoint(s) invalid, renamed to invalid-step_*: {}",
+                         from->dir.string(), list);
+    }
+    folder->truncate_metrics_after(from->state.step);
+  }
   if (restart) {
     folder->clear_metrics();
     folder->log().info(
@@ -183,9 +222,13 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   const FaultInjection fault =
       request.inject_fault.empty() ? FaultInjection{} : FaultInjection::parse(request.inject_fault);
   trainer.set_fault(fault);
-  Checkpointer checkpointer(folder->path() / "checkpoints",
-                            {config.train.checkpoint_every, config.train.keep_checkpoints}, *model,
-                            trainer.optimizer(), config_json, log, from ? from->dir : fs::path());
+  CheckpointerOptions checkpointing{config.train.checkpoint_every, config.train.keep_checkpoints};
+  if (fault.kind == FaultInjection::Kind::kSave)
+    checkpointing.during_write = [fault](const fs::path& dir, int64_t step) {
+      apply_save_fault(fault, dir, step);
+    };
+  Checkpointer checkpointer(folder->path() / "checkpoints", checkpointing, *model, trainer.optimizer(),
+                            config_json, log, from ? from->dir : fs::path());
 
   TrainProgress start;
   double initial_loss = 0.0;

@@ -9,6 +9,8 @@
 #include "data/text_batches.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
+#include "io/atomic_file.h"
+#include "io/sha256.h"
 #include "task/task.h"
 #include "task/text_eval.h"
 
@@ -57,6 +59,8 @@ class TextTask : public Task {
       val_ = std::make_unique<TokenFile>(open_token_file(data.val));
       check_same_tokenizer(val_->tokenizer(), data.val, train.tokenizer(), data.train);
       check_model_vocab(train.header(), data.train, input_vocab, config.model.output_vocab);
+      // Once per run: the same counts with other tokens (a re-encoded or edited file) must not resume.
+      train_sha256_ = io_as<DataError>([&] { return sha256_file(data.train); });
       source_ = std::make_unique<TextBatchSource>(std::move(train), rows_, config.train.batch_size,
                                                   batch_seed(config.seed));
     } else {
@@ -75,7 +79,8 @@ class TextTask : public Task {
     return {{"tokenizer", train.tokenizer().name},
             {"tokenizer_description", train.tokenizer().describe()},
             {"train_tokens", train.num_tokens()},
-            {"train_documents", train.num_documents()}};
+            {"train_documents", train.num_documents()},
+            {"train_sha256", train_sha256_}};
   }
   int64_t sequence_length() const override { return rows_.seq_len; }
 
@@ -135,6 +140,7 @@ class TextTask : public Task {
   }
 
  private:
+  std::string train_sha256_;
   TextBatchSource& source() const {
     TORCH_CHECK(source_, "[task] a text task opened for evaluation has no training data");
     return *source_;

@@ -1,22 +1,29 @@
-// Fault spec parsing.
+// Fault spec parsing and the injected checkpoint-write faults.
 #include "train/fault_injection.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstring>
+#include <thread>
 
 #include "core/errors.h"
 
 namespace causal {
+namespace fs = std::filesystem;
 
 std::string FaultInjection::describe() const {
-  static const char* kinds[] = {"none", "weight", "activation", "gradient"};
+  static const char* kinds[] = {"none", "weight", "activation", "gradient", "save"};
   return std::string(kinds[static_cast<int>(kind)]) + ":" + name + "@" + std::to_string(step);
 }
 
 FaultInjection FaultInjection::parse(const std::string& spec) {
   const auto colon = spec.find(':'), at = spec.rfind('@');
-  const std::string usage =
-      "--inject-fault " + spec + ": expected KIND:NAME@STEP with KIND weight, activation or gradient";
+  const std::string usage = "--inject-fault " + spec +
+                            ": expected KIND:NAME@STEP with KIND weight, activation or gradient, or "
+                            "save:partial@STEP or save:pause@STEP";
   if (colon == std::string::npos || at == std::string::npos || at < colon + 2) throw UsageError(usage);
   FaultInjection fault;
   const std::string kind = spec.substr(0, colon);
@@ -26,10 +33,13 @@ FaultInjection FaultInjection::parse(const std::string& spec) {
     fault.kind = Kind::kActivation;
   } else if (kind == "gradient") {
     fault.kind = Kind::kGradient;
+  } else if (kind == "save") {
+    fault.kind = Kind::kSave;
   } else {
     throw UsageError(usage);
   }
   fault.name = spec.substr(colon + 1, at - colon - 1);
+  if (fault.kind == Kind::kSave && fault.name != "partial" && fault.name != "pause") throw UsageError(usage);
   const std::string digits = spec.substr(at + 1);
   if (digits.empty() || digits.size() > 12 ||
       !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
@@ -37,6 +47,24 @@ FaultInjection FaultInjection::parse(const std::string& spec) {
   fault.step = std::stoll(digits);  // at most 12 digits: cannot overflow
   if (fault.step < 1) throw UsageError(usage);
   return fault;
+}
+
+void apply_save_fault(const FaultInjection& fault, const fs::path& dir, int64_t step) {
+  if (fault.kind != FaultInjection::Kind::kSave || !fault.at(step)) return;
+  if (fault.name == "pause") {
+    // Plain write(2): the drill waits for this exact line before it kills the process.
+    const std::string line = "causal: injected fault " + fault.describe() + ": checkpoint write of step " +
+                             std::to_string(step) + " paused in " + dir.string() + "\n";
+    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    return;
+  }
+  const fs::path file = dir / "optimizer.safetensors";
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (!ec) fs::resize_file(file, size / 2, ec);
+  throw IoError("[io] cannot write " + file.string() + ": " + std::strerror(ENOSPC) + " (injected fault " +
+                fault.describe() + ")");
 }
 
 }  // namespace causal

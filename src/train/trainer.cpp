@@ -33,7 +33,7 @@ void poison_parameter(torch::nn::Module& model, const std::string& name, bool gr
 
 // A fault that could never fire is a typo: refuse it before training starts.
 void check_fault_target(torch::nn::Module& model, const FaultInjection& fault, int64_t n_layers) {
-  if (fault.kind == FaultInjection::Kind::kNone) return;
+  if (fault.kind == FaultInjection::Kind::kNone || fault.kind == FaultInjection::Kind::kSave) return;
   if (fault.kind == FaultInjection::Kind::kActivation) {
     std::vector<std::string> names = {"embed", "final_norm", "logits"};
     for (int64_t i = 0; i < n_layers; ++i) {

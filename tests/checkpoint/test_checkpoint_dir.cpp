@@ -1,4 +1,4 @@
-// Checkpoint directories: complete or absent, verified by their manifest, LATEST always names a good one.
+// Checkpoint directories: complete or absent, verified by their manifest; the newest valid one is used.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -92,4 +92,34 @@ CATCH_TEST_CASE("stale temporaries are removed and pruning keeps the newest", "[
   commit(root.path, 5);  // older step, but the only complete one
   prune_checkpoints(root.path, 1);
   CATCH_CHECK(fs::exists(root.path / "step_00000005"));
+}
+
+// A crash between a checkpoint's rename and the replacement of LATEST leaves LATEST one behind; the newer
+// directory is complete and must win, or the continued run would collide with it at its next save.
+CATCH_TEST_CASE("the newest valid checkpoint wins over a LATEST left behind", "[unit][checkpoint]") {
+  testing::ScratchDir root("checkpoint_dir");
+  commit(root.path, 1);
+  const fs::path second = commit(root.path, 2);
+  std::ofstream(root.path / "LATEST") << "step_00000001\n";
+  CATCH_CHECK(latest_valid_checkpoint(root.path) == second);
+}
+
+// --resume auto past a damaged newest checkpoint: those directories are renamed aside, byte for byte,
+// so the run can write their steps again; valid ones and older ones stay.
+CATCH_TEST_CASE("invalid checkpoints newer than the one resumed are set aside", "[unit][checkpoint]") {
+  testing::ScratchDir root("checkpoint_dir");
+  const fs::path first = commit(root.path, 1);
+  const fs::path second = commit(root.path, 2);
+  const fs::path third = commit(root.path, 3);
+  fs::resize_file(third / "model.bin", 0);
+  CATCH_CHECK(newest_checkpoint_problem(root.path).find("model.bin has 0 bytes") != std::string::npos);
+  const std::vector<std::string> set_aside = set_aside_invalid_after(root.path, second);
+  CATCH_REQUIRE(set_aside.size() == 1);
+  CATCH_CHECK(set_aside[0].rfind("step_00000003 (model.bin has 0 bytes", 0) == 0);
+  CATCH_CHECK_FALSE(fs::exists(third));
+  CATCH_CHECK(fs::exists(root.path / "invalid-step_00000003" / "model.bin"));
+  CATCH_CHECK(fs::exists(first));
+  CATCH_CHECK(fs::exists(second));
+  CATCH_CHECK(newest_checkpoint_problem(root.path).empty());
+  CATCH_CHECK(set_aside_invalid_after(root.path, second).empty());
 }
