@@ -161,12 +161,14 @@ void write_training_tensors(const fs::path& dir, torch::nn::Module& model,
 }
 
 fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch::nn::Module& model,
-                         const torch::optim::Optimizer& optimizer, const nlohmann::json& config) {
+                         const torch::optim::Optimizer& optimizer, const nlohmann::json& config,
+                         const std::map<std::string, std::string>& extra_files) {
   fs::create_directories(root);
   return commit_checkpoint(root, state.step, [&](const fs::path& dir) {
     write_training_tensors(dir, model, optimizer, state.step);
     write_file_synced(dir / kStateFile, state.to_json().dump(2) + "\n");
     write_file_synced(dir / kConfigFile, config.dump(2) + "\n");
+    for (const auto& [name, bytes] : extra_files) write_file_synced(dir / name, bytes);
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -39,10 +40,12 @@ struct TrainingState {
 nlohmann::json capture_global_rng(const c10::Device& device);
 void restore_global_rng(const nlohmann::json& rng, const c10::Device& device);
 
-// Writes root/step_<state.step> atomically and returns it. Throws CheckpointError.
+// Writes root/step_<state.step> atomically and returns it; `extra_files` (name -> bytes, e.g. the
+// tokenizer) go in too and are verified by the manifest like the rest. Throws CheckpointError.
 std::filesystem::path save_checkpoint(const std::filesystem::path& root, const TrainingState& state,
                                       torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
-                                      const nlohmann::json& config);
+                                      const nlohmann::json& config,
+                                      const std::map<std::string, std::string>& extra_files = {});
 
 // model.safetensors and optimizer.safetensors of `model` and `optimizer` in `dir` (also used by forensics).
 void write_training_tensors(const std::filesystem::path& dir, torch::nn::Module& model,

@@ -42,7 +42,7 @@ bool Checkpointer::save(int64_t step, bool last_step, const std::function<Traini
   double seconds = 0.0;
   {
     ScopedTimer timer(seconds);
-    last_ = save_checkpoint(root_, state(), model_, optimizer_, config_);
+    last_ = save_checkpoint(root_, state(), model_, optimizer_, config_, extra_files_);
     prune_checkpoints(root_, options_.keep);
   }
   log_.debug("checkpoint {} written in {:.3f}s", last_.string(), seconds);
