@@ -6,7 +6,7 @@ causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build}"
 
 # Packages the product needs; tools/test adds the test-only ones.
 causal_packages=(g++ cmake ninja-build libtorch-dev libopenblas0-pthread libcli11-dev nlohmann-json3-dev
-  libspdlog-dev libgloo-dev catch2)
+  libspdlog-dev libgloo-dev catch2 libsentencepiece-dev)
 
 ensure_packages() {
   local missing=() p
@@ -52,10 +52,25 @@ check_format() {
 }
 
 # The bundled Brown sample as token files (git-ignored, rebuilt from data/brown-sample/ when missing), so
-# the text configs run offline on a fresh clone.
+# the text configs run offline on a fresh clone: bytes (text-small) and a BPE tokenizer trained on the
+# training split with its token files (text-bpe).
 prepare_bundled_data() {
-  local out="$causal_root/data/brown-sample"
-  [ -f "$out.train.tok" ] && [ -f "$out.val.tok" ] && return 0
-  "${CAUSAL_BUILD_DIR:-$causal_build}/causal" data encode --input "$causal_root"/data/brown-sample/*.txt --tokenizer bytes \
-    --out "$out.train.tok" --val-out "$out.val.tok" --val-fraction 0.1 --doc-separator '\n\n' >/dev/null
+  local out="$causal_root/data/brown-sample" causal="${CAUSAL_BUILD_DIR:-$causal_build}/causal"
+  local split=(--val-fraction 0.1 --doc-separator '\n\n')
+  if [ ! -f "$out.train.tok" ] || [ ! -f "$out.val.tok" ]; then
+    "$causal" data encode --input "$causal_root"/data/brown-sample/*.txt --tokenizer bytes \
+      --out "$out.train.tok" --val-out "$out.val.tok" "${split[@]}" >/dev/null
+  fi
+  # Sanitizer builds have no SentencePiece (docs/data.md): there the BPE files are skipped, with a note.
+  if [ ! -f "$out.bpe.model" ] && ! "$causal" data tokenizer train --input "$causal_root"/data/brown-sample/*.txt \
+    --model-type bpe --vocab-size 1024 "${split[@]}" --out "$out.bpe.model" >/dev/null 2>/tmp/causal-bpe.$$; then
+    echo "[setup] BPE sample not prepared: $(tail -n 1 /tmp/causal-bpe.$$)" >&2
+    rm -f /tmp/causal-bpe.$$
+    return 0
+  fi
+  rm -f /tmp/causal-bpe.$$
+  if [ ! -f "$out.bpe.train.tok" ] || [ ! -f "$out.bpe.val.tok" ]; then
+    "$causal" data encode --input "$causal_root"/data/brown-sample/*.txt --tokenizer "$out.bpe.model" \
+      --out "$out.bpe.train.tok" --val-out "$out.bpe.val.tok" "${split[@]}" >/dev/null 2>&1
+  fi
 }

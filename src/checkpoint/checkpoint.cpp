@@ -162,6 +162,7 @@ void write_training_tensors(const fs::path& dir, torch::nn::Module& model,
 
 fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch::nn::Module& model,
                          const torch::optim::Optimizer& optimizer, const nlohmann::json& config,
+                         const std::map<std::string, std::string>& extra_files,
                          const std::function<void(const fs::path&)>& after_tensors) {
   fs::create_directories(root);
   return commit_checkpoint(root, state.step, [&](const fs::path& dir) {
@@ -169,6 +170,7 @@ fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch
     if (after_tensors) after_tensors(dir);
     write_file_synced(dir / kStateFile, state.to_json().dump(2) + "\n");
     write_file_synced(dir / kConfigFile, config.dump(2) + "\n");
+    for (const auto& [name, bytes] : extra_files) write_file_synced(dir / name, bytes);
   });
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -40,11 +41,13 @@ struct TrainingState {
 nlohmann::json capture_global_rng(const c10::Device& device);
 void restore_global_rng(const nlohmann::json& rng, const c10::Device& device);
 
-// Writes root/step_<state.step> atomically and returns it; `after_tensors` runs once the tensor files
-// are in the temporary directory (fault injection). Throws CheckpointError.
+// Writes root/step_<state.step> atomically and returns it; `extra_files` (name -> bytes, e.g. the
+// tokenizer) go in too and are verified by the manifest like the rest; `after_tensors` runs once the tensor
+// files are in the temporary directory (fault injection). Throws CheckpointError.
 std::filesystem::path save_checkpoint(
     const std::filesystem::path& root, const TrainingState& state, torch::nn::Module& model,
     const torch::optim::Optimizer& optimizer, const nlohmann::json& config,
+    const std::map<std::string, std::string>& extra_files = {},
     const std::function<void(const std::filesystem::path&)>& after_tensors = {});
 
 // model.safetensors and optimizer.safetensors of `model` and `optimizer` in `dir` (also used by forensics).

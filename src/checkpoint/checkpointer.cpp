@@ -42,10 +42,10 @@ bool Checkpointer::save(int64_t step, bool last_step, const std::function<Traini
   double seconds = 0.0;
   {
     ScopedTimer timer(seconds);
-    last_ =
-        save_checkpoint(root_, state(), model_, optimizer_, config_, [&](const std::filesystem::path& dir) {
-          if (options_.during_write) options_.during_write(dir, step);
-        });
+    last_ = save_checkpoint(root_, state(), model_, optimizer_, config_, extra_files_,
+                            [&](const std::filesystem::path& dir) {
+                              if (options_.during_write) options_.during_write(dir, step);
+                            });
     prune_checkpoints(root_, options_.keep);
   }
   log_.debug("checkpoint {} written in {:.3f}s", last_.string(), seconds);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
@@ -39,6 +40,9 @@ class Checkpointer {
   // non-finite values is never saved (logged as an error instead). Throws CheckpointError.
   bool save(int64_t step, bool last_step, const std::function<TrainingState()>& state, bool force = false);
 
+  // Files (name -> bytes) written into every checkpoint besides the tensors and JSON (the tokenizer).
+  void set_extra_files(std::map<std::string, std::string> files) { extra_files_ = std::move(files); }
+
   // The newest checkpoint written (or continued from); empty when there is none.
   const std::filesystem::path& last() const { return last_; }
 
@@ -50,6 +54,7 @@ class Checkpointer {
   nlohmann::json config_;
   spdlog::logger& log_;
   std::filesystem::path last_;
+  std::map<std::string, std::string> extra_files_;
 };
 
 }  // namespace causal

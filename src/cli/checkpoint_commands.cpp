@@ -28,7 +28,16 @@ int run_eval(const EvalRequest& request) {
 
 int run_generate(const GenerateRequest& request) {
   const GenerateResult result = generate_text(request);
-  std::cout << request.prompt << result.text << "\n";
+  if (result.decoded) {
+    std::cout << request.prompt << result.text << "\n";
+  } else {
+    // No tokenizer: the ids themselves, prompt (after BOS) and continuation.
+    std::string line;
+    for (size_t i = 1; i < result.prompt_ids.size(); ++i) line += std::to_string(result.prompt_ids[i]) + " ";
+    line += "|";
+    for (int64_t id : result.generated_ids) line += " " + std::to_string(id);
+    std::cout << line << "\n";
+  }
   std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n",
                result.generated_ids.size(), static_cast<long long>(result.step), result.stop_reason.c_str());
   if (request.verify_cache) std::printf("verify-cache max_abs_diff=%.9g\n", result.max_abs_diff);
@@ -88,7 +97,13 @@ Command add_generate_command(CLI::App& app) {
       "Sample text from a text run's checkpoint with the KV cache (RoPE/learned positions at absolute "
       "positions). Prints the prompt and its continuation.");
   add_checkpoint_options(*generate, request->run_dir, request->checkpoint);
-  generate->add_option("--prompt", request->prompt, "Prompt text (encoded as BOS + its bytes)")->required();
+  generate->add_option("--prompt", request->prompt, "Prompt text (encoded as BOS + its tokens)");
+  generate
+      ->add_option("--prompt-ids", request->prompt_ids,
+                   "Prompt as ids after BOS (runs whose tokenizer is not known, e.g. imported tokens)")
+      ->delimiter(',');
+  generate->add_option("--tokenizer", request->tokenizer,
+                       "SentencePiece .model to encode the prompt and decode with, instead of the run's");
   generate->add_option("--max-new-tokens", request->max_new_tokens, "Tokens to generate at most")
       ->capture_default_str()
       ->check(at_least(1));

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "config/json_fields.h"
+#include "config/vocab_auto.h"
 
 namespace causal {
 namespace {
@@ -69,6 +70,7 @@ RunConfig parse_config_text(const std::string& text, const std::string& source,
     throw ConfigError(source, "", "expected a JSON object at the top level, got " + json_fields::describe(j));
   }
   RunConfig config;
+  mark_vocab_auto(j);
   json_fields::read_value(j, config, source, "");
   for (const std::string& assignment : overrides) apply_override(config, assignment);
   resolve(config);

@@ -4,6 +4,7 @@
 
 #include "config/config_io.h"
 #include "config/json_fields.h"
+#include "config/vocab_auto.h"
 
 namespace causal {
 namespace {
@@ -67,7 +68,14 @@ Assignment parse_assignment(const std::string& assignment) {
   std::size_t begin = 0;
   while (true) {
     const std::size_t dot = path.find('.', begin);
-    a.parts.push_back(parse_part(path.substr(begin, dot - begin), a.source));
+    const std::string text = path.substr(begin, dot - begin);
+    // "inputs.0" is "inputs[0]": a part of digits indexes the array before it.
+    if (!a.parts.empty() && !text.empty() && text.size() <= 9 &&
+        text.find_first_not_of("0123456789") == std::string::npos) {
+      a.parts.back().indices.push_back(static_cast<std::size_t>(std::stoul(text)));
+    } else {
+      a.parts.push_back(parse_part(text, a.source));
+    }
     if (dot == std::string::npos) break;
     begin = dot + 1;
   }
@@ -107,6 +115,12 @@ class OverrideVisitor {
 template <class T>
 void assign(T& target, const Assignment& a, const std::string& path) {
   json value;
+  if constexpr (std::is_same_v<T, int64_t>) {
+    if (trim(a.text) == "auto" && is_vocab_path(path)) {
+      target = kVocabAuto;  // resolved from data.train by resolve()
+      return;
+    }
+  }
   if constexpr (std::is_same_v<T, std::string> || std::is_enum_v<T>) {
     value = a.text;
   } else {

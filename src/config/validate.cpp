@@ -8,6 +8,7 @@
 
 #include "config/config_io.h"
 #include "config/json_fields.h"
+#include "config/vocab_auto.h"
 
 namespace causal {
 namespace {
@@ -360,6 +361,7 @@ void validate_train(const TrainConfig& t, const Checker& check) {
 }  // namespace
 
 void resolve(RunConfig& config) {
+  resolve_vocab_auto(config);
   ModelConfig& m = config.model;
   if (m.n_kv_heads == 0) m.n_kv_heads = m.n_heads;
   // Left at 0 when d_model or ffn_multiple_of is invalid, so validate reports the real cause.

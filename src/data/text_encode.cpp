@@ -2,44 +2,30 @@
 #include "data/text_encode.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "core/errors.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
+#include "io/atomic_file.h"
 
 namespace causal {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError("[data encode] cannot read input '" + path + "'");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw DataError("[data encode] error while reading input '" + path + "'");
-  return text;
-}
-
 bool only_whitespace(const std::string& s) {
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
-}
-
-struct EncodedSplit {
-  std::vector<int64_t> tokens;
-  std::vector<int64_t> starts;
-};
-
-void append_document(EncodedSplit& split, const std::vector<int64_t>& ids, const TokenizerInfo& info) {
-  split.starts.push_back(static_cast<int64_t>(split.tokens.size()));
-  split.tokens.push_back(info.bos_id);
-  split.tokens.insert(split.tokens.end(), ids.begin(), ids.end());
-  split.tokens.push_back(info.eos_id);
 }
 
 // Up to `max_chars` of a document's text with control bytes escaped, for a one-line preview.
@@ -144,7 +130,103 @@ std::vector<bool> choose_validation_documents(int64_t count, double fraction) {
   return val;
 }
 
-std::string encode_text_files(const EncodeOptions& options) {
+namespace {
+
+// Where a document lies in the inputs: found by the first pass, read again by the second.
+struct DocSpan {
+  size_t file = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+bool any_content(const std::string& text, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) {
+    if (std::isspace(static_cast<unsigned char>(text[i])) == 0) return true;
+  }
+  return false;
+}
+
+// First pass over one input: the documents it holds (split at `separator`, kept byte for byte; empty or
+// whitespace-only ones left out), reading `block` bytes at a time.
+void scan_documents(const std::vector<std::string>& inputs, size_t file, const std::string& separator,
+                    size_t block, std::vector<DocSpan>& spans, int64_t& input_bytes) {
+  std::ifstream in(inputs[file], std::ios::binary);
+  if (!in) throw DataError("[data encode] cannot read input '" + inputs[file] + "'");
+  std::string buf;  // input bytes from file offset `pos` on
+  uint64_t pos = 0, doc_begin = 0;
+  bool content = false;
+  std::string chunk(block, '\0');
+  auto close_document = [&](uint64_t end) {
+    if (content) spans.push_back({file, doc_begin, end - doc_begin});
+    content = false;
+  };
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    if (got == 0) break;
+    input_bytes += static_cast<int64_t>(got);
+    buf.append(chunk.data(), got);
+    size_t from = 0;
+    if (!separator.empty()) {
+      for (size_t hit; (hit = buf.find(separator, from)) != std::string::npos;) {
+        content = content || any_content(buf, from, hit);
+        close_document(pos + hit);
+        doc_begin = pos + hit + separator.size();
+        from = hit + separator.size();
+      }
+    }
+    // A separator may straddle blocks: keep its possible start for the next round.
+    const size_t keep = separator.empty() ? 0 : std::min(buf.size() - from, separator.size() - 1);
+    content = content || any_content(buf, from, buf.size() - keep);
+    pos += buf.size() - keep;
+    buf.erase(0, buf.size() - keep);
+  }
+  if (in.bad()) throw DataError("[data encode] error while reading input '" + inputs[file] + "'");
+  content = content || any_content(buf, 0, buf.size());
+  close_document(pos + buf.size());
+}
+
+// One piece of a document's text, encoded by some thread of the pool.
+struct Chunk {
+  size_t doc = 0;      // index into the kept documents
+  bool first = false;  // begins its document
+  bool last = false;   // ends its document
+  std::string text;
+  std::vector<int64_t> ids;
+};
+
+// Encodes chunks[i] for every i on `threads` threads; the first error is rethrown after all joined.
+void encode_chunks(const Tokenizer& tokenizer, std::vector<Chunk>& chunks, int64_t threads) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < chunks.size();) {
+      try {
+        chunks[i].ids = tokenizer.encode(chunks[i].text);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  const auto n = static_cast<size_t>(std::min<int64_t>(threads, static_cast<int64_t>(chunks.size())));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+std::string megabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MB", bytes / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+EncodeResult encode_text(const EncodeOptions& options) {
   if (options.inputs.empty()) throw DataError("[data encode] no input files given (--input)");
   if (options.out.empty()) throw DataError("[data encode] no output file given (--out)");
   const bool split = !options.val_out.empty();
@@ -154,47 +236,162 @@ std::string encode_text_files(const EncodeOptions& options) {
   if (split && options.val_out == options.out) {
     throw DataError("[data encode] --val-out and --out name the same file '" + options.out + "'");
   }
+  if (options.memory_cap_bytes < (int64_t{1} << 20)) {
+    throw DataError("[data encode] --memory-mb must be at least 1 (MiB), got " +
+                    std::to_string(options.memory_cap_bytes >> 20));
+  }
   std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(options.tokenizer);
   const TokenizerInfo& info = tokenizer->info();
   const std::string separator = unescape_separator(options.doc_separator);
+  const int64_t threads =
+      options.threads > 0 ? options.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // A chunk of n bytes holds its text and at most n ids of 8 bytes while in flight: 9n bytes. Chunks are
+  // small enough for every thread to get a few per window.
+  constexpr int64_t kInFlightPerByte = 1 + static_cast<int64_t>(sizeof(int64_t));
+  const auto chunk_bytes = static_cast<size_t>(std::clamp<int64_t>(
+      options.memory_cap_bytes / kInFlightPerByte / (4 * threads), 4096, int64_t{4} << 20));
 
-  // All documents are tokenized first so the split can see how many there are.
-  std::vector<std::vector<int64_t>> documents;
-  int64_t input_bytes = 0, skipped = 0;
-  for (const std::string& path : options.inputs) {
-    const std::string text = read_file(path);
-    input_bytes += static_cast<int64_t>(text.size());
-    std::vector<std::string> pieces = split_documents(text, separator);
-    if (pieces.empty()) ++skipped;
-    for (const std::string& piece : pieces) documents.push_back(tokenizer->encode(piece));
+  EncodeResult result;
+  std::vector<DocSpan> spans;
+  int64_t skipped = 0;
+  for (size_t f = 0; f < options.inputs.size(); ++f) {
+    const size_t before = spans.size();
+    scan_documents(options.inputs, f, separator, chunk_bytes, spans, result.input_bytes);
+    if (spans.size() == before) ++skipped;
   }
-  if (documents.empty()) {
+  if (spans.empty()) {
     throw DataError("[data encode] the " + std::to_string(options.inputs.size()) +
                     " input file(s) hold no non-empty document");
   }
-  const auto count = static_cast<int64_t>(documents.size());
+  const auto count = static_cast<int64_t>(spans.size());
   const std::vector<bool> is_val = split ? choose_validation_documents(count, options.val_fraction)
-                                         : std::vector<bool>(documents.size(), false);
-  EncodedSplit train, val;
-  for (int64_t d = 0; d < count; ++d) append_document(is_val[d] ? val : train, documents[d], info);
+                                         : std::vector<bool>(spans.size(), false);
 
-  write_token_file(options.out, info, train.tokens, train.starts);
-  if (split) write_token_file(options.val_out, info, val.tokens, val.starts);
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  int64_t done_bytes = 0, text_bytes = 0;
+  for (const DocSpan& span : spans) text_bytes += static_cast<int64_t>(span.length);
+  auto report = [&](bool force) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!options.progress || (!force && now - last_report < std::chrono::seconds(2))) return;
+    last_report = now;
+    const double s = std::chrono::duration<double>(now - start).count();
+    char line[200];
+    std::snprintf(
+        line, sizeof(line), "[data encode] %s of %s (%.0f%%), %.1f MB/s",
+        megabytes(static_cast<double>(done_bytes)).c_str(),
+        megabytes(static_cast<double>(text_bytes)).c_str(),
+        100.0 * static_cast<double>(done_bytes) / static_cast<double>(std::max<int64_t>(text_bytes, 1)),
+        static_cast<double>(done_bytes) / 1e6 / std::max(s, 1e-9));
+    options.progress(line);
+  };
+
+  int64_t train_docs = 0, val_docs = 0, train_tokens = 0, val_tokens = 0;
+  auto write_all = [&](TokenFileWriter& train, TokenFileWriter* val) {
+    std::vector<Chunk> window;
+    int64_t window_charge = 0;
+    auto flush_window = [&] {
+      encode_chunks(*tokenizer, window, threads);
+      int64_t held = 0;
+      for (const Chunk& c : window) held += static_cast<int64_t>(c.text.size() + 8 * c.ids.size());
+      result.peak_buffered_bytes = std::max(result.peak_buffered_bytes, held);
+      for (const Chunk& c : window) {
+        TokenFileWriter& out = is_val[c.doc] ? *val : train;
+        if (c.first) out.begin_document();
+        out.append(c.ids.data(), c.ids.size());
+        if (c.last) out.end_document(static_cast<int64_t>(spans[c.doc].length));
+        done_bytes += static_cast<int64_t>(c.text.size());
+      }
+      window.clear();
+      window_charge = 0;
+      report(false);
+    };
+    std::ifstream in;
+    size_t open_file = options.inputs.size();
+    std::string rest;  // text of the current document read but not yet in a chunk
+    for (size_t d = 0; d < spans.size(); ++d) {
+      const DocSpan& span = spans[d];
+      if (span.file != open_file) {
+        in = std::ifstream(options.inputs[span.file], std::ios::binary);
+        if (!in) throw DataError("[data encode] cannot read input '" + options.inputs[span.file] + "'");
+        open_file = span.file;
+      }
+      in.seekg(static_cast<std::streamoff>(span.offset));
+      uint64_t unread = span.length;
+      bool first = true;
+      rest.clear();
+      while (unread > 0 || !rest.empty()) {
+        const size_t want = std::min<uint64_t>(unread, chunk_bytes - std::min(rest.size(), chunk_bytes));
+        if (want > 0) {
+          const size_t had = rest.size();
+          rest.resize(had + want);
+          in.read(rest.data() + had, static_cast<std::streamsize>(want));
+          if (static_cast<size_t>(in.gcount()) != want) {
+            throw DataError("[data encode] input '" + options.inputs[span.file] +
+                            "' changed while it was being encoded (shorter than on the first pass)");
+          }
+          unread -= want;
+        }
+        const size_t cut = unread == 0 ? rest.size() : tokenizer->split_point(rest);
+        Chunk chunk;
+        chunk.doc = d;
+        chunk.first = first;
+        chunk.last = unread == 0 && cut == rest.size();
+        chunk.text = rest.substr(0, cut);
+        rest.erase(0, cut);
+        first = false;
+        const int64_t charge = kInFlightPerByte * static_cast<int64_t>(chunk.text.size());
+        if (window_charge + charge > options.memory_cap_bytes) flush_window();
+        window_charge += charge;
+        window.push_back(std::move(chunk));
+      }
+    }
+    flush_window();
+    train.finish();
+    if (val != nullptr) val->finish();
+    train_docs = train.documents(), train_tokens = train.tokens();
+    if (val != nullptr) val_docs = val->documents(), val_tokens = val->tokens();
+  };
+  const std::string& model = tokenizer->model_bytes();
+  io_as<DataError>([&] {
+    write_file_atomically(options.out, [&](std::ostream& train_out) {
+      TokenFileWriter train(train_out, options.out, info, model, /*document_bytes_known=*/true);
+      if (!split) return write_all(train, nullptr);
+      write_file_atomically(options.val_out, [&](std::ostream& val_out) {
+        TokenFileWriter val(val_out, options.val_out, info, model, /*document_bytes_known=*/true);
+        write_all(train, &val);
+      });
+    });
+  });
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report(true);
 
   std::ostringstream s;
   s << "tokenizer " << info.describe() << "\n";
-  s << "read " << options.inputs.size() << " file(s), " << input_bytes << " bytes: " << count
+  s << "read " << options.inputs.size() << " file(s), " << result.input_bytes << " bytes: " << count
     << " document(s)";
   if (skipped > 0) s << " (" << skipped << " empty file(s) skipped)";
   s << "\n";
-  s << "wrote " << options.out << ": " << train.starts.size() << " documents, " << train.tokens.size()
-    << " tokens (" << to_string(smallest_dtype(info.vocab_size)) << ")\n";
+  const std::string width = to_string(smallest_dtype(info.vocab_size));
+  s << "wrote " << options.out << ": " << train_docs << " documents, " << train_tokens << " tokens (" << width
+    << ")\n";
   if (split) {
-    s << "wrote " << options.val_out << ": " << val.starts.size() << " documents, " << val.tokens.size()
-      << " tokens (" << to_string(smallest_dtype(info.vocab_size)) << ")\n";
+    s << "wrote " << options.val_out << ": " << val_docs << " documents, " << val_tokens << " tokens ("
+      << width << ")\n";
   }
-  return s.str();
+  char line[160];
+  std::snprintf(line, sizeof(line), "encoded %s in %.2f s (%.1f MB/s, %lld threads), %.3f bytes per token\n",
+                megabytes(static_cast<double>(text_bytes)).c_str(), result.seconds,
+                static_cast<double>(text_bytes) / 1e6 / std::max(result.seconds, 1e-9),
+                static_cast<long long>(threads),
+                static_cast<double>(text_bytes) /
+                    static_cast<double>(std::max<int64_t>(train_tokens + val_tokens - 2 * count, 1)));
+  s << line;
+  result.summary = s.str();
+  return result;
 }
+
+std::string encode_text_files(const EncodeOptions& options) { return encode_text(options).summary; }
 
 std::string inspect_token_file(const std::string& path) {
   const TokenFile file(path);
@@ -215,10 +412,21 @@ std::string inspect_token_file(const std::string& path) {
   s << "documents   " << n << "\n";
   s << "doc tokens  min " << sorted.front() << ", median " << quantile(0.5) << ", mean " << fixed1(mean)
     << ", p90 " << quantile(0.9) << ", max " << sorted.back() << " (BOS and EOS included)\n";
-  // A preview only where this build knows the tokenizer, so unknown ids are never printed as text.
-  if (h.tokenizer.name == "bytes" && h.tokenizer == make_tokenizer("bytes")->info()) {
-    std::vector<int64_t> first = file.document(0);
-    s << "first doc   \"" << preview(make_tokenizer("bytes")->decode(first), 72) << "\"\n";
+  if (h.document_bytes_known) {
+    int64_t bytes = 0;
+    for (int64_t d = 0; d < n; ++d) bytes += file.document_bytes(d);
+    char line[96];
+    std::snprintf(
+        line, sizeof(line), " (%.3f bytes per token, BOS and EOS excluded)",
+        static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(h.token_count - 2 * n, 1)));
+    s << "text bytes  " << bytes << line << "\n";
+  } else {
+    s << "text bytes  unknown (ids imported from another trainer: no bits per byte)\n";
+  }
+  if (h.model_bytes > 0) s << "model       " << h.model_bytes << " bytes embedded\n";
+  // A preview only where the tokenizer is known, so unknown ids are never printed as text.
+  if (const auto tokenizer = tokenizer_for(h.tokenizer, file.tokenizer_model())) {
+    s << "first doc   \"" << preview(tokenizer->decode(file.document(0)), 72) << "\"\n";
   }
   return s.str();
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,26 @@ struct EncodeOptions {
   std::string val_out;              // validation token file; empty = no split
   double val_fraction = 0.0;        // share of documents written to val_out, in (0,1); whole documents only
   std::string doc_separator;        // empty = each input file is one document; escapes \n \t \r \\ decoded
+  int64_t memory_cap_bytes = int64_t{512} << 20;     // text and ids in flight at once (>= 1 MiB)
+  int64_t threads = 0;                               // encoding threads; 0 = every core
+  std::function<void(const std::string&)> progress;  // a line now and then on long inputs; may be empty
 };
 
-// Each document is stored as [BOS, ids of its text..., EOS]; documents that are empty or only whitespace
-// are skipped (they would teach nothing but BOS -> EOS). Deterministic: the same inputs and options give
-// byte-identical files. Returns a few lines of summary. Throws DataError (unreadable input, bad option,
-// a split that would leave either side without documents).
-std::string encode_text_files(const EncodeOptions& options);
+struct EncodeResult {
+  std::string summary;              // what encode_text_files returns
+  int64_t input_bytes = 0;          // bytes read from the inputs
+  int64_t peak_buffered_bytes = 0;  // most text + ids held at once (<= memory_cap_bytes)
+  double seconds = 0.0;             // wall time of the encoding pass
+};
+
+// Each document is stored as [BOS, ids of its text..., EOS] with its text's byte count; documents that are
+// empty or only whitespace are skipped (they would teach nothing but BOS -> EOS). Streams: a first pass
+// finds the documents, the second encodes windows of at most memory_cap_bytes of text and ids on every
+// thread and writes them in order, so a corpus larger than memory encodes. Deterministic: the same inputs
+// and options give byte-identical files, whatever the cap or thread count. Throws DataError (unreadable
+// input, bad option, a split that would leave either side without documents).
+EncodeResult encode_text(const EncodeOptions& options);
+std::string encode_text_files(const EncodeOptions& options);  // encode_text(options).summary
 
 // Decodes the escapes \n \t \r \\ so a separator can be typed on a command line; other escapes throw
 // DataError. Text without backslashes is returned unchanged.

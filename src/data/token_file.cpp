@@ -12,8 +12,10 @@
 #include <limits>
 #include <utility>
 
+#include "config/vocab_auto.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
+#include "io/sha256.h"
 
 namespace causal {
 namespace {
@@ -26,6 +28,10 @@ constexpr char kMagic[8] = {'C', 'A', 'U', 'S', 'L', 'T', 'O', 'K'};
 constexpr size_t kOffMagic = 0, kOffVersion = 8, kOffWidth = 12, kOffVocab = 16, kOffTokens = 24,
                  kOffDocuments = 32, kOffBos = 40, kOffEos = 48, kOffPad = 56, kOffName = 64,
                  kOffReserved = 96;
+// Version 2 uses the first 12 reserved bytes: the embedded model's size and flags.
+constexpr size_t kOffModelBytes = 96, kOffFlags = 104, kOffReservedV2 = 108;
+constexpr uint32_t kFlagDocumentBytes = 1;  // the document byte count section holds real counts
+constexpr size_t kSha256Bytes = 32;
 
 std::string where(const std::string& path) { return "[token file] " + path + ": "; }
 
@@ -47,6 +53,24 @@ uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
 uint64_t offsets_begin(const TokenFileHeader& h) {
   return align8(kTokenFileHeaderBytes + static_cast<uint64_t>(h.token_count) * dtype_bytes(h.dtype));
+}
+
+// v2: offsets, then the document byte counts, then the model and its sha256.
+uint64_t doc_bytes_begin(const TokenFileHeader& h) {
+  return offsets_begin(h) + 8 * static_cast<uint64_t>(h.document_count);
+}
+uint64_t model_begin(const TokenFileHeader& h) {
+  return doc_bytes_begin(h) + 8 * static_cast<uint64_t>(h.document_count);
+}
+
+std::string hex_of(const unsigned char* p, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
 }
 
 std::string dtype_list() { return "2 (u16) or 4 (u32)"; }
@@ -94,10 +118,10 @@ TokenFileHeader parse_header(const unsigned char* p, uint64_t file_size, const s
   }
   TokenFileHeader h;
   h.version = load<uint32_t>(p + kOffVersion);
-  if (h.version != kTokenFileVersion) {
+  if (h.version < kTokenFileOldestVersion || h.version > kTokenFileVersion) {
     throw DataError(where(path) + "format version " + std::to_string(h.version) +
-                    " not supported (this build reads " + "version " + std::to_string(kTokenFileVersion) +
-                    "); re-encode the text");
+                    " not supported (this build reads versions " + std::to_string(kTokenFileOldestVersion) +
+                    ".." + std::to_string(kTokenFileVersion) + "); re-encode the text");
   }
   const uint32_t width = load<uint32_t>(p + kOffWidth);
   if (width != 2 && width != 4) {
@@ -126,7 +150,22 @@ TokenFileHeader parse_header(const unsigned char* p, uint64_t file_size, const s
   for (size_t i = h.tokenizer.name.size(); i < kMaxTokenizerName; ++i) {
     if (name[i] != 0) throw DataError(where(path) + "corrupt header: tokenizer name is not NUL-padded");
   }
-  for (size_t i = kOffReserved; i < kTokenFileHeaderBytes; ++i) {
+  size_t reserved_from = kOffReserved;
+  if (h.version >= 2) {
+    const uint64_t model = load<uint64_t>(p + kOffModelBytes);
+    const uint32_t flags = load<uint32_t>(p + kOffFlags);
+    if (model > file_size) {
+      throw DataError(where(path) + "file length " + std::to_string(file_size) +
+                      " bytes is too short for the " + std::to_string(model) +
+                      "-byte tokenizer model its header declares: truncated or corrupt");
+    }
+    if ((flags & ~kFlagDocumentBytes) != 0)
+      throw DataError(where(path) + "corrupt header: unknown flags " + std::to_string(flags));
+    h.model_bytes = static_cast<int64_t>(model);
+    h.document_bytes_known = (flags & kFlagDocumentBytes) != 0;
+    reserved_from = kOffReservedV2;
+  }
+  for (size_t i = reserved_from; i < kTokenFileHeaderBytes; ++i) {
     if (p[i] != 0)
       throw DataError(where(path) + "corrupt header: reserved byte " + std::to_string(i) + " is not zero");
   }
@@ -135,6 +174,8 @@ TokenFileHeader parse_header(const unsigned char* p, uint64_t file_size, const s
   h.tokenizer.eos_id = static_cast<int64_t>(eos);
   h.tokenizer.pad_id = static_cast<int64_t>(pad);
   check_tokenizer_fields(h.tokenizer, h.dtype, path);
+  // Version 1 was written by the bytes tokenizer alone: a document's text is its ids between BOS and EOS.
+  if (h.version == 1) h.document_bytes_known = h.tokenizer.name == "bytes";
   if (h.document_count == 0 || h.token_count == 0) {
     throw DataError(where(path) + "holds no documents (" + std::to_string(h.token_count) + " tokens, " +
                     std::to_string(h.document_count) + " documents)");
@@ -220,6 +261,13 @@ std::pair<int, struct stat> open_regular_file(const std::string& path) {
   return {fd, st};
 }
 
+// "vocab": "auto" reads data.train's header; installed here because the config layer cannot see data.
+const bool kVocabAutoInstalled = [] {
+  set_vocab_auto_resolver(
+      [](const RunConfig& config) { return read_token_file_header(config.data.train).tokenizer.vocab_size; });
+  return true;
+}();
+
 }  // namespace
 
 int64_t dtype_bytes(TokenDtype dtype) { return dtype == TokenDtype::kU16 ? 2 : 4; }
@@ -231,7 +279,9 @@ TokenDtype smallest_dtype(int64_t vocab_size) {
 }
 
 int64_t TokenFileHeader::file_bytes() const {
-  return static_cast<int64_t>(offsets_begin(*this) + 8 * static_cast<uint64_t>(document_count));
+  if (version == 1) return static_cast<int64_t>(doc_bytes_begin(*this));
+  const auto model = static_cast<uint64_t>(model_bytes);
+  return static_cast<int64_t>(model_begin(*this) + model + (model > 0 ? kSha256Bytes : 0));
 }
 
 TokenFileHeader read_token_file_header(const std::string& path) {
@@ -244,9 +294,25 @@ TokenFileHeader read_token_file_header(const std::string& path) {
     if (r <= 0) break;
     got += static_cast<size_t>(r);
   }
-  ::close(fd);
   // A short read of a file stat said was long enough is reported as the truncation it amounts to.
-  return parse_header(bytes, got < kTokenFileHeaderBytes ? got : static_cast<uint64_t>(st.st_size), path);
+  TokenFileHeader h;
+  try {
+    h = parse_header(bytes, got < kTokenFileHeaderBytes ? got : static_cast<uint64_t>(st.st_size), path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (h.model_bytes > 0) {
+    unsigned char sha[kSha256Bytes] = {};
+    const ssize_t r = ::pread(fd, sha, sizeof(sha), st.st_size - static_cast<off_t>(kSha256Bytes));
+    if (r != static_cast<ssize_t>(sizeof(sha))) {
+      ::close(fd);
+      throw DataError(where(path) + "cannot read the tokenizer model's sha256");
+    }
+    h.tokenizer.model_sha256 = hex_of(sha, sizeof(sha));
+  }
+  ::close(fd);
+  return h;
 }
 
 TokenFile::TokenFile(const std::string& path) : path_(path) {
@@ -267,6 +333,15 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     header_ = parse_header(base, size, path);
     tokens_ = base + kTokenFileHeaderBytes;
     offsets_ = base + offsets_begin(header_);
+    if (header_.version >= 2) doc_bytes_ = base + doc_bytes_begin(header_);
+    if (header_.model_bytes > 0) {
+      const unsigned char* model = base + model_begin(header_);
+      model_.assign(reinterpret_cast<const char*>(model), static_cast<size_t>(header_.model_bytes));
+      header_.tokenizer.model_sha256 = hex_of(model + header_.model_bytes, kSha256Bytes);
+      if (sha256_hex(model_) != header_.tokenizer.model_sha256) {
+        throw DataError(where(path) + "the embedded tokenizer model does not match its sha256 (corrupt)");
+      }
+    }
     check_body(
         path_, header_.tokenizer, header_.token_count, header_.document_count,
         [this](int64_t i) { return token(i); },
@@ -292,10 +367,12 @@ TokenFile::TokenFile(TokenFile&& other) noexcept
       map_(other.map_),
       map_bytes_(other.map_bytes_),
       tokens_(other.tokens_),
-      offsets_(other.offsets_) {
+      offsets_(other.offsets_),
+      doc_bytes_(other.doc_bytes_),
+      model_(std::move(other.model_)) {
   other.map_ = nullptr;
   other.map_bytes_ = 0;
-  other.tokens_ = other.offsets_ = nullptr;
+  other.tokens_ = other.offsets_ = other.doc_bytes_ = nullptr;
 }
 
 TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
@@ -307,9 +384,11 @@ TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
     map_bytes_ = other.map_bytes_;
     tokens_ = other.tokens_;
     offsets_ = other.offsets_;
+    doc_bytes_ = other.doc_bytes_;
+    model_ = std::move(other.model_);
     other.map_ = nullptr;
     other.map_bytes_ = 0;
-    other.tokens_ = other.offsets_ = nullptr;
+    other.tokens_ = other.offsets_ = other.doc_bytes_ = nullptr;
   }
   return *this;
 }
@@ -348,55 +427,144 @@ std::vector<int64_t> TokenFile::document(int64_t d) const {
   return ids;
 }
 
-void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
-                      const std::vector<int64_t>& tokens, const std::vector<int64_t>& document_starts,
-                      std::optional<TokenDtype> dtype) {
-  TokenFileHeader h;
-  h.dtype = dtype.value_or(smallest_dtype(tokenizer.vocab_size));
-  h.token_count = static_cast<int64_t>(tokens.size());
-  h.document_count = static_cast<int64_t>(document_starts.size());
-  h.tokenizer = tokenizer;
-  check_tokenizer_fields(tokenizer, h.dtype, path);
-  if (h.document_count == 0)
-    throw DataError(where(path) + "refusing to write a token file with no documents");
-  check_body(
-      path, tokenizer, h.token_count, h.document_count, [&](int64_t i) { return tokens[i]; },
-      [&](int64_t d) { return document_starts[d]; }, /*width=*/0);
+int64_t TokenFile::document_bytes(int64_t d) const {
+  if (!header_.document_bytes_known)
+    throw DataError(where(path_) + "records no text byte counts (ids imported from another trainer)");
+  if (header_.version == 1) return document_length(d) - 2;
+  return static_cast<int64_t>(load<uint64_t>(doc_bytes_ + 8 * d));
+}
+
+TokenFileWriter::TokenFileWriter(std::ostream& out, std::string path, TokenizerInfo tokenizer,
+                                 std::string model, bool document_bytes_known,
+                                 std::optional<TokenDtype> dtype)
+    : out_(out), path_(std::move(path)), model_(std::move(model)) {
+  header_.dtype = dtype.value_or(smallest_dtype(tokenizer.vocab_size));
+  header_.tokenizer = std::move(tokenizer);
+  header_.model_bytes = static_cast<int64_t>(model_.size());
+  header_.document_bytes_known = document_bytes_known;
+  check_tokenizer_fields(header_.tokenizer, header_.dtype, path_);
+  const std::string model_sha = model_.empty() ? "" : sha256_hex(model_);
+  if (model_sha != header_.tokenizer.model_sha256) {
+    throw DataError(where(path_) + "tokenizer model sha256 '" + model_sha + "' differs from the recorded '" +
+                    header_.tokenizer.model_sha256 + "'");
+  }
+  const unsigned char placeholder[kTokenFileHeaderBytes] = {};
+  out_.write(reinterpret_cast<const char*>(placeholder), sizeof(placeholder));
+}
+
+void TokenFileWriter::put_id(int64_t id) {
+  if (id < 0 || id >= header_.tokenizer.vocab_size) {
+    throw DataError(where(path_) + "token id " + std::to_string(id) + " at token offset " +
+                    std::to_string(tokens_) + " is out of range for vocab size " +
+                    std::to_string(header_.tokenizer.vocab_size) + " (tokenizer " + header_.tokenizer.name +
+                    ")");
+  }
+  if (header_.dtype == TokenDtype::kU16) {
+    const auto v = static_cast<uint16_t>(id);
+    buffer_.insert(buffer_.end(), reinterpret_cast<const unsigned char*>(&v),
+                   reinterpret_cast<const unsigned char*>(&v) + sizeof(v));
+  } else {
+    const auto v = static_cast<uint32_t>(id);
+    buffer_.insert(buffer_.end(), reinterpret_cast<const unsigned char*>(&v),
+                   reinterpret_cast<const unsigned char*>(&v) + sizeof(v));
+  }
+  ++tokens_;
+}
+
+void TokenFileWriter::flush_ids() {
+  out_.write(reinterpret_cast<const char*>(buffer_.data()), static_cast<std::streamsize>(buffer_.size()));
+  buffer_.clear();
+}
+
+void TokenFileWriter::begin_document() {
+  starts_.push_back(tokens_);
+  put_id(header_.tokenizer.bos_id);
+}
+
+void TokenFileWriter::append(const int64_t* ids, size_t count) {
+  for (size_t i = 0; i < count; ++i) put_id(ids[i]);
+  if (buffer_.size() >= (size_t{1} << 20)) flush_ids();
+}
+
+void TokenFileWriter::end_document(int64_t bytes) {
+  put_id(header_.tokenizer.eos_id);
+  bytes_.push_back(header_.document_bytes_known ? static_cast<uint64_t>(bytes) : 0);
+}
+
+void TokenFileWriter::add_document(const int64_t* body, size_t count, int64_t bytes) {
+  begin_document();
+  append(body, count);
+  end_document(bytes);
+}
+
+void TokenFileWriter::finish() {
+  if (starts_.empty()) throw DataError(where(path_) + "refusing to write a token file with no documents");
+  flush_ids();
+  header_.token_count = static_cast<int64_t>(tokens_);
+  header_.document_count = static_cast<int64_t>(starts_.size());
+  auto put = [this](const void* data, size_t n) {
+    out_.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+  };
+  const uint64_t written = kTokenFileHeaderBytes + tokens_ * dtype_bytes(header_.dtype);
+  const unsigned char zeros[8] = {};
+  put(zeros, align8(written) - written);
+  put(starts_.data(), 8 * starts_.size());
+  put(bytes_.data(), 8 * bytes_.size());
+  if (!model_.empty()) {
+    put(model_.data(), model_.size());
+    const std::string hex = header_.tokenizer.model_sha256;  // checked against the model by the constructor
+    unsigned char raw[kSha256Bytes];
+    for (size_t i = 0; i < kSha256Bytes; ++i)
+      raw[i] = static_cast<unsigned char>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
+    put(raw, sizeof(raw));
+  }
 
   unsigned char header[kTokenFileHeaderBytes] = {};
+  const TokenizerInfo& t = header_.tokenizer;
   std::memcpy(header + kOffMagic, kMagic, sizeof(kMagic));
-  store<uint32_t>(header + kOffVersion, h.version);
-  store<uint32_t>(header + kOffWidth, static_cast<uint32_t>(dtype_bytes(h.dtype)));
-  store<uint64_t>(header + kOffVocab, tokenizer.vocab_size);
-  store<uint64_t>(header + kOffTokens, h.token_count);
-  store<uint64_t>(header + kOffDocuments, h.document_count);
-  store<uint64_t>(header + kOffBos, tokenizer.bos_id);
-  store<uint64_t>(header + kOffEos, tokenizer.eos_id);
-  store<uint64_t>(header + kOffPad, tokenizer.pad_id);
-  std::memcpy(header + kOffName, tokenizer.name.data(), tokenizer.name.size());
+  store<uint32_t>(header + kOffVersion, kTokenFileVersion);
+  store<uint32_t>(header + kOffWidth, static_cast<uint32_t>(dtype_bytes(header_.dtype)));
+  store<uint64_t>(header + kOffVocab, t.vocab_size);
+  store<uint64_t>(header + kOffTokens, header_.token_count);
+  store<uint64_t>(header + kOffDocuments, header_.document_count);
+  store<uint64_t>(header + kOffBos, t.bos_id);
+  store<uint64_t>(header + kOffEos, t.eos_id);
+  store<uint64_t>(header + kOffPad, t.pad_id);
+  std::memcpy(header + kOffName, t.name.data(), t.name.size());
+  store<uint64_t>(header + kOffModelBytes, static_cast<uint64_t>(model_.size()));
+  store<uint32_t>(header + kOffFlags, header_.document_bytes_known ? kFlagDocumentBytes : 0);
+  out_.seekp(0);
+  put(header, sizeof(header));
+  out_.seekp(0, std::ios::end);
+}
 
+void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
+                      const std::vector<int64_t>& tokens, const std::vector<int64_t>& document_starts,
+                      std::optional<TokenDtype> dtype, const std::vector<int64_t>& document_bytes,
+                      const std::string& model) {
+  const TokenDtype width = dtype.value_or(smallest_dtype(tokenizer.vocab_size));
+  check_tokenizer_fields(tokenizer, width, path);
+  const auto d = static_cast<int64_t>(document_starts.size());
+  if (d == 0) throw DataError(where(path) + "refusing to write a token file with no documents");
+  if (!document_bytes.empty() && static_cast<int64_t>(document_bytes.size()) != d) {
+    throw DataError(where(path) + std::to_string(document_bytes.size()) + " document byte counts for " +
+                    std::to_string(d) + " documents");
+  }
+  check_body(
+      path, tokenizer, static_cast<int64_t>(tokens.size()), d, [&](int64_t i) { return tokens[i]; },
+      [&](int64_t k) { return document_starts[k]; }, /*width=*/0);
+  const bool derived = document_bytes.empty() && tokenizer.name == "bytes";
+  const bool known = !document_bytes.empty() || derived;
   io_as<DataError>([&] {
     write_file_atomically(path, [&](std::ostream& out) {
-      auto put = [&out](const void* data, size_t n) {
-        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-      };
-      put(header, sizeof(header));
-      for (int64_t id : tokens) {
-        if (h.dtype == TokenDtype::kU16) {
-          const auto v = static_cast<uint16_t>(id);
-          put(&v, sizeof(v));
-        } else {
-          const auto v = static_cast<uint32_t>(id);
-          put(&v, sizeof(v));
-        }
+      TokenFileWriter writer(out, path, tokenizer, model, known, width);
+      for (int64_t k = 0; k < d; ++k) {
+        const int64_t begin = document_starts[k];
+        const int64_t end = k + 1 < d ? document_starts[k + 1] : static_cast<int64_t>(tokens.size());
+        const int64_t bytes = document_bytes.empty() ? end - begin - 2 : document_bytes[k];
+        writer.add_document(tokens.data() + begin + 1, static_cast<size_t>(end - begin - 2), bytes);
       }
-      const uint64_t written = kTokenFileHeaderBytes + tokens.size() * dtype_bytes(h.dtype);
-      const unsigned char zeros[8] = {};
-      put(zeros, align8(written) - written);
-      for (int64_t s : document_starts) {
-        const auto v = static_cast<uint64_t>(s);
-        put(&v, sizeof(v));
-      }
+      writer.finish();
     });
   });
 }

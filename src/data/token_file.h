@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,7 +14,10 @@
 
 namespace causal {
 
-constexpr uint32_t kTokenFileVersion = 1;
+// Version 2 added each document's byte count and the tokenizer model; version 1 files (bytes tokenizer
+// only) still open, their byte counts derived from their lengths.
+constexpr uint32_t kTokenFileVersion = 2;
+constexpr uint32_t kTokenFileOldestVersion = 1;
 constexpr size_t kTokenFileHeaderBytes = 128;
 
 enum class TokenDtype { kU16, kU32 };
@@ -27,7 +31,9 @@ struct TokenFileHeader {
   TokenDtype dtype = TokenDtype::kU16;
   int64_t token_count = 0;     // N: ids stored, BOS/EOS of every document included
   int64_t document_count = 0;  // D: documents; document d is tokens [start[d], start[d+1]) with start[D] = N
-  TokenizerInfo tokenizer;     // identity, vocab size and special ids of the writer
+  TokenizerInfo tokenizer;     // identity, vocab size and special ids of the writer (model sha256 included)
+  int64_t model_bytes = 0;     // size of the embedded tokenizer model (v2; 0 = none)
+  bool document_bytes_known = false;  // v2 records each document's text bytes (false: imported ids)
 
   int64_t file_bytes() const;  // exact file length these counts imply
 };
@@ -61,6 +67,12 @@ class TokenFile {
   void read_tokens(int64_t begin, int64_t count, int64_t* out) const;
   std::vector<int64_t> document(int64_t d) const;
 
+  // Bytes of text document d was encoded from (what bits per byte divides by); requires
+  // header().document_bytes_known.
+  int64_t document_bytes(int64_t d) const;
+  // The tokenizer model embedded in the file (its sha256 verified on open); empty when there is none.
+  const std::string& tokenizer_model() const { return model_; }
+
  private:
   void unmap();
   uint64_t offset_at(int64_t d) const;
@@ -69,17 +81,60 @@ class TokenFile {
   TokenFileHeader header_;
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
-  const unsigned char* tokens_ = nullptr;   // start of the id section inside the mapping
-  const unsigned char* offsets_ = nullptr;  // start of the u64 document offsets
+  const unsigned char* tokens_ = nullptr;     // start of the id section inside the mapping
+  const unsigned char* offsets_ = nullptr;    // start of the u64 document offsets
+  const unsigned char* doc_bytes_ = nullptr;  // start of the u64 document byte counts (v2)
+  std::string model_;
+};
+
+// Streams a token file into `out` (seekable, at position 0: the stream write_file_atomically gives), one
+// document at a time, so a corpus never has to fit in memory: ids are written as they come, and only two
+// u64 per document are kept until finish() writes the offsets, byte counts, model and header.
+class TokenFileWriter {
+ public:
+  // `tokenizer.model_sha256` must be the sha256 of `model` (both empty for no model). `path` names the
+  // file in errors. Throws DataError for header fields a reader would refuse.
+  TokenFileWriter(std::ostream& out, std::string path, TokenizerInfo tokenizer, std::string model,
+                  bool document_bytes_known, std::optional<TokenDtype> dtype = std::nullopt);
+  // Appends [BOS, body..., EOS]; `bytes` is the length of the text the body encodes (ignored when byte
+  // counts are unknown). Throws DataError naming the id and its token offset for an id >= vocab.
+  void add_document(const int64_t* body, size_t count, int64_t bytes);
+  void add_document(const std::vector<int64_t>& body, int64_t bytes) {
+    add_document(body.data(), body.size(), bytes);
+  }
+  // The same in parts, for documents larger than memory: begin, append any number of times, end.
+  void begin_document();
+  void append(const int64_t* ids, size_t count);
+  void end_document(int64_t bytes);
+  // Writes what follows the ids and the header. Throws DataError when no document was added.
+  void finish();
+
+  int64_t tokens() const { return static_cast<int64_t>(tokens_); }
+  int64_t documents() const { return static_cast<int64_t>(starts_.size()); }
+
+ private:
+  void put_id(int64_t id);
+  void flush_ids();
+
+  std::ostream& out_;
+  std::string path_;
+  TokenFileHeader header_;
+  std::string model_;
+  uint64_t tokens_ = 0;
+  std::vector<uint64_t> starts_, bytes_;
+  std::vector<unsigned char> buffer_;
 };
 
 // Writes a token file atomically (temp file in the same directory, fsync, rename, fsync of the directory).
 // `document_starts` are token indices: first 0, strictly increasing, each document >= 2 tokens starting
 // with BOS and ending with EOS; ids < vocab size. The contents are checked before anything is written,
 // so the writer never produces a file the reader rejects. `dtype` defaults to smallest_dtype(vocab).
+// `document_bytes` (one per document) are the text lengths; empty means derived from the lengths for the
+// bytes tokenizer and unknown for any other. `model` is the tokenizer model to embed (empty: none).
 void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
                       const std::vector<int64_t>& tokens, const std::vector<int64_t>& document_starts,
-                      std::optional<TokenDtype> dtype = std::nullopt);
+                      std::optional<TokenDtype> dtype = std::nullopt,
+                      const std::vector<int64_t>& document_bytes = {}, const std::string& model = "");
 
 // Where two token files or a file and a tokenizer meet (train vs val, data vs generation), they must agree
 // on the whole tokenizer identity; throws DataError naming both sides.

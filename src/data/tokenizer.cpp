@@ -1,18 +1,28 @@
 // Byte-level tokenizer and the tokenizer registry.
 #include "data/tokenizer.h"
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
 #include "core/errors.h"
+#include "data/sentencepiece_tokenizer.h"
 
 namespace causal {
 
 bool TokenizerInfo::operator==(const TokenizerInfo& other) const {
   return name == other.name && vocab_size == other.vocab_size && bos_id == other.bos_id &&
-         eos_id == other.eos_id && pad_id == other.pad_id;
+         eos_id == other.eos_id && pad_id == other.pad_id && model_sha256 == other.model_sha256;
 }
 
 std::string TokenizerInfo::describe() const {
   return name + " (vocab " + std::to_string(vocab_size) + "; bos " + std::to_string(bos_id) + ", eos " +
-         std::to_string(eos_id) + ", pad " + std::to_string(pad_id) + ")";
+         std::to_string(eos_id) + ", pad " + std::to_string(pad_id) +
+         (model_sha256.empty() ? "" : ", model sha256 " + model_sha256.substr(0, 12)) + ")";
+}
+
+const std::string& Tokenizer::model_bytes() const {
+  static const std::string none;
+  return none;
 }
 
 ByteTokenizer::ByteTokenizer() : info_{"bytes", 259, 256, 257, 258} {}
@@ -35,7 +45,48 @@ std::string ByteTokenizer::decode(const std::vector<int64_t>& ids) const {
 
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
   if (name == "bytes") return std::make_unique<ByteTokenizer>();
-  throw DataError("[tokenizer] unknown tokenizer '" + name + "'; known tokenizers: bytes");
+  if (std::filesystem::is_regular_file(name)) return load_sentencepiece(name);
+  throw DataError("[tokenizer] unknown tokenizer '" + name +
+                  "': expected bytes or the path of a SentencePiece .model file (no such file)");
+}
+
+nlohmann::json tokenizer_info_to_json(const TokenizerInfo& info) {
+  return {{"name", info.name},     {"vocab_size", info.vocab_size}, {"bos_id", info.bos_id},
+          {"eos_id", info.eos_id}, {"pad_id", info.pad_id},         {"model_sha256", info.model_sha256}};
+}
+
+TokenizerInfo tokenizer_info_from_json(const nlohmann::json& json, const std::string& where) {
+  try {
+    TokenizerInfo info;
+    info.name = json.at("name").get<std::string>();
+    info.vocab_size = json.at("vocab_size").get<int64_t>();
+    info.bos_id = json.at("bos_id").get<int64_t>();
+    info.eos_id = json.at("eos_id").get<int64_t>();
+    info.pad_id = json.at("pad_id").get<int64_t>();
+    info.model_sha256 = json.at("model_sha256").get<std::string>();
+    return info;
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError("[tokenizer] " + where + ": malformed tokenizer record (" + e.what() + ")");
+  }
+}
+
+std::unique_ptr<Tokenizer> tokenizer_for(const TokenizerInfo& info, const std::string& model_bytes) {
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (info.name == "bytes" && model_bytes.empty()) {
+    tokenizer = std::make_unique<ByteTokenizer>();
+  } else if (info.name == kSentencePieceTokenizer && !model_bytes.empty()) {
+    tokenizer = std::make_unique<SentencePieceTokenizer>(model_bytes, "the recorded tokenizer model");
+  } else if (info.name == kImportedTokenizer) {
+    return nullptr;
+  } else {
+    throw DataError("[tokenizer] no tokenizer for " + info.describe() +
+                    (model_bytes.empty() ? " (its model file is missing)" : ""));
+  }
+  if (tokenizer->info() != info) {
+    throw DataError("[tokenizer] recorded tokenizer " + info.describe() + " differs from the one rebuilt, " +
+                    tokenizer->info().describe());
+  }
+  return tokenizer;
 }
 
 }  // namespace causal

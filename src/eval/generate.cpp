@@ -6,6 +6,10 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -36,6 +40,34 @@ int64_t pick_token(const at::Tensor& logits, double temperature, int64_t top_k, 
   return at::multinomial(scaled.softmax(0), 1, /*replacement=*/false, generator).item<int64_t>();
 }
 
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError("[generate] cannot read " + path.string());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The run's tokenizer from the checkpoint (tokenizer.json, tokenizer.model); checkpoints written before
+// runs kept them name their tokenizer in the data identity (always "bytes" then).
+struct RunTokenizer {
+  TokenizerInfo info;
+  std::unique_ptr<Tokenizer> tokenizer;  // nullptr: ids only
+};
+
+RunTokenizer run_tokenizer(const CheckpointInfo& checkpoint) {
+  RunTokenizer run;
+  const std::filesystem::path info_file = checkpoint.dir / kTokenizerInfoFile;
+  if (!std::filesystem::exists(info_file)) {
+    run.tokenizer = make_tokenizer(checkpoint.state.data_identity.value("tokenizer", std::string("bytes")));
+    run.info = run.tokenizer->info();
+    return run;
+  }
+  run.info = tokenizer_info_from_json(nlohmann::json::parse(read_bytes(info_file)), info_file.string());
+  const std::filesystem::path model_file = checkpoint.dir / kTokenizerModelFile;
+  const std::string model = std::filesystem::exists(model_file) ? read_bytes(model_file) : "";
+  run.tokenizer = tokenizer_for(run.info, model);
+  return run;
+}
+
 }  // namespace
 
 GenerateResult generate_text(const GenerateRequest& request) {
@@ -61,12 +93,35 @@ GenerateResult generate_text(const GenerateRequest& request) {
     throw CheckpointError("[generate] " + loaded.checkpoint.dir.string() + " is a " +
                           to_string(config.data.kind) + " model; generate needs a text run");
   }
-  const auto tokenizer =
-      make_tokenizer(loaded.checkpoint.state.data_identity.value("tokenizer", std::string("bytes")));
-  const TokenizerInfo& info = tokenizer->info();
+  RunTokenizer run = run_tokenizer(loaded.checkpoint);
+  const TokenizerInfo& info = run.info;  // BOS starts the prompt, EOS stops generation
+  if (!request.tokenizer.empty()) {
+    // Another model for the text, e.g. the one that made imported ids; it must cover the same vocabulary.
+    run.tokenizer = make_tokenizer(request.tokenizer);
+    if (run.tokenizer->info().vocab_size != info.vocab_size) {
+      throw DataError("[generate] --tokenizer " + request.tokenizer + ": " +
+                      run.tokenizer->info().describe() + " has another vocab size than the run's " +
+                      info.describe());
+    }
+  }
+  const Tokenizer* tokenizer = run.tokenizer.get();
   if (config.model.output_vocab != info.vocab_size) {
     throw DataError("[generate] tokenizer " + info.describe() + " does not fit the model's output_vocab " +
                     std::to_string(config.model.output_vocab));
+  }
+  if (!request.prompt.empty() && !request.prompt_ids.empty()) {
+    throw UsageError("generate: give --prompt or --prompt-ids, not both");
+  }
+  if (tokenizer == nullptr && !request.prompt.empty()) {
+    throw UsageError("generate: the run's tokenizer " + info.describe() +
+                     " is not known, so a text --prompt cannot be encoded; give --prompt-ids or "
+                     "--tokenizer F.model");
+  }
+  for (int64_t id : request.prompt_ids) {
+    if (id < 0 || id >= info.vocab_size) {
+      throw UsageError("generate: --prompt-ids id " + std::to_string(id) + " is outside the vocabulary 0.." +
+                       std::to_string(info.vocab_size - 1));
+    }
   }
 
   if (request.top_k > config.model.output_vocab) {
@@ -79,7 +134,10 @@ GenerateResult generate_text(const GenerateRequest& request) {
   GenerateResult result;
   result.step = loaded.checkpoint.state.step;
   result.prompt_ids.push_back(info.bos_id);
-  for (int64_t id : tokenizer->encode(request.prompt)) result.prompt_ids.push_back(id);
+  if (tokenizer != nullptr) {
+    for (int64_t id : tokenizer->encode(request.prompt)) result.prompt_ids.push_back(id);
+  }
+  for (int64_t id : request.prompt_ids) result.prompt_ids.push_back(id);
   const int64_t context = config.model.max_seq_len;
   const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());
   if (prompt_len > context) {
@@ -119,7 +177,8 @@ GenerateResult generate_text(const GenerateRequest& request) {
     }
     chunk = at::tensor(std::vector<int64_t>{next}, long_options).unsqueeze(0);
   }
-  result.text = tokenizer->decode(result.generated_ids);
+  result.decoded = tokenizer != nullptr;
+  if (tokenizer != nullptr) result.text = tokenizer->decode(result.generated_ids);
   return result;
 }
 

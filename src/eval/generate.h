@@ -12,7 +12,9 @@ struct GenerateRequest {
   std::string run_dir;
   std::string checkpoint;              // "" newest valid, a step number, or a checkpoint directory
   std::vector<std::string> overrides;  // device, threads
-  std::string prompt;                  // text; encoded as [BOS, bytes...]
+  std::string prompt;                  // text; encoded as [BOS, ids of the text...]
+  std::vector<int64_t> prompt_ids;     // ids after BOS instead of text (runs with no known tokenizer)
+  std::string tokenizer;               // a .model file to encode and decode with; "" = the run's own
   int64_t max_new_tokens = 200;
   double temperature = 1.0;   // 0 = greedy
   int64_t top_k = 0;          // 0 = the whole vocabulary
@@ -23,7 +25,8 @@ struct GenerateRequest {
 struct GenerateResult {
   std::vector<int64_t> prompt_ids;     // BOS + prompt
   std::vector<int64_t> generated_ids;  // new tokens (EOS included when it ended the text)
-  std::string text;                    // the decoded new tokens
+  std::string text;                    // the decoded new tokens ("" when no tokenizer is known)
+  bool decoded = true;                 // false: no tokenizer known, only ids
   std::string stop_reason;             // "eos", "max_new_tokens" or "context" (model.max_seq_len reached)
   double max_abs_diff = 0.0;           // with verify_cache: largest |cached - full| logit over all steps
   int64_t step = 0;                    // checkpoint step

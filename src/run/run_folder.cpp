@@ -135,6 +135,10 @@ void RunFolder::write_json(const std::string& file, const nlohmann::json& value)
   io_as<RunFolderError>([&] { write_file_atomically(path_ / file, value.dump(2) + "\n"); });
 }
 
+void RunFolder::write_file(const std::string& file, const std::string& bytes) const {
+  io_as<RunFolderError>([&] { write_file_atomically(path_ / file, bytes); });
+}
+
 void RunFolder::append_metrics(const nlohmann::json& row) {
   metrics_ << row.dump() << "\n";
   metrics_.flush();

@@ -33,6 +33,7 @@ class RunFolder : public TrainOutput {
   const std::filesystem::path& path() const { return path_; }
   // Writes `file` in the folder via a temporary and a rename, so readers never see half a file.
   void write_json(const std::string& file, const nlohmann::json& value) const;
+  void write_file(const std::string& file, const std::string& bytes) const;  // atomically, like write_json
   // One line of metrics.jsonl, flushed at once so a crash loses nothing already logged.
   void append_metrics(const nlohmann::json& row) override;
   // Drops metrics rows logged after `step` (a resumed run repeats those steps); rewritten atomically.

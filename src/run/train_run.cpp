@@ -207,6 +207,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
         folder->path().string());
   }
   folder->write_json("config.json", config_json);
+  const std::map<std::string, std::string> run_files = task->run_files();
+  for (const auto& [name, bytes] : run_files) folder->write_file(name, bytes);
   auto& log = folder->log();
 
   torch::manual_seed(static_cast<uint64_t>(config.seed));
@@ -229,6 +231,7 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     };
   Checkpointer checkpointer(folder->path() / "checkpoints", checkpointing, *model, trainer.optimizer(),
                             config_json, log, from ? from->dir : fs::path());
+  checkpointer.set_extra_files(run_files);
 
   TrainProgress start;
   double initial_loss = 0.0;

@@ -7,6 +7,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -71,6 +72,9 @@ class Task {
   virtual ProbeSet probe_set(int64_t max_batches) const = 0;
   // The first held-out example, cut to at most `max_positions` where the task allows it.
   virtual TaskExample first_example(int64_t max_positions) const = 0;
+  // Files (name -> bytes) written into the run folder and every checkpoint so that a run stands alone:
+  // the text task's tokenizer (tokenizer.json, and tokenizer.model when it has one).
+  virtual std::map<std::string, std::string> run_files() const { return {}; }
 };
 
 // What is known about a kind of task without opening any data.

@@ -13,24 +13,25 @@
 namespace causal {
 namespace {
 
-// Bytes each id decodes to, so bits per byte holds for any tokenizer, not only the byte-level one.
-at::Tensor bytes_per_id(const TokenizerInfo& info) {
-  auto tokenizer = make_tokenizer(info.name);
-  at::Tensor table = at::zeros({info.vocab_size}, at::kLong);
-  auto t = table.accessor<int64_t, 1>();
-  for (int64_t id = 0; id < info.vocab_size; ++id)
-    t[id] = static_cast<int64_t>(tokenizer->decode({id}).size());
-  return table;
+// Every label of a file is scored once, so the bytes they stand for are the text bytes of all its
+// documents, as the encoder recorded them: exact for any tokenizer. Unknown (-1) for imported ids.
+int64_t text_bytes(const TokenFile& file) {
+  if (!file.header().document_bytes_known) return -1;
+  int64_t bytes = 0;
+  for (int64_t d = 0; d < file.num_documents(); ++d) bytes += file.document_bytes(d);
+  return bytes;
 }
 
 }  // namespace
 
 nlohmann::json TextEvalReport::to_json(const std::string& prefix) const {
-  return {{prefix + "loss", loss},
-          {prefix + "perplexity", perplexity},
-          {prefix + "bits_per_byte", bits_per_byte},
-          {prefix + "tokens", tokens},
-          {prefix + "bytes", bytes}};
+  nlohmann::json j = {
+      {prefix + "loss", loss}, {prefix + "perplexity", perplexity}, {prefix + "tokens", tokens}};
+  if (bytes >= 0) {
+    j[prefix + "bits_per_byte"] = bits_per_byte;
+    j[prefix + "bytes"] = bytes;
+  }
+  return j;
 }
 
 TextEvalReport evaluate_text(Transformer& model, const TokenFile& file, const TextRowOptions& options,
@@ -38,7 +39,6 @@ TextEvalReport evaluate_text(Transformer& model, const TokenFile& file, const Te
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
-  const at::Tensor byte_table = bytes_per_id(file.tokenizer());
   double loss_total = 0.0;
   TextEvalReport report;
   for_each_eval_batch(file, options, batch_size, [&](const Batch& batch) {
@@ -46,11 +46,11 @@ TextEvalReport evaluate_text(Transformer& model, const TokenFile& file, const Te
     loss_total += loss_sum(model->forward(model_inputs(b)).logits, b.labels).item<double>();
     const at::Tensor valid = batch.labels.ne(kIgnoreLabel);
     report.tokens += valid.sum().item<int64_t>();
-    report.bytes += byte_table.index_select(0, batch.labels.masked_select(valid)).sum().item<int64_t>();
   });
   if (was_training) model->train();
   report.loss = report.tokens > 0 ? loss_total / static_cast<double>(report.tokens) : 0.0;
   report.perplexity = std::exp(report.loss);
+  report.bytes = text_bytes(file);
   report.bits_per_byte =
       report.bytes > 0 ? loss_total / std::log(2.0) / static_cast<double>(report.bytes) : 0.0;
   return report;

@@ -17,9 +17,10 @@ struct TextEvalReport {
   double perplexity = 0.0;     // exp(loss)
   double bits_per_byte = 0.0;  // summed loss / ln 2 / bytes of text the labels stand for
   int64_t tokens = 0;          // label positions evaluated
-  int64_t bytes = 0;           // bytes those labels decode to (EOS decodes to none but its loss counts)
+  int64_t bytes = 0;           // text bytes the file's documents were encoded from; -1 unknown (imported)
 
-  nlohmann::json to_json(const std::string& prefix) const;  // {"<prefix>loss", "<prefix>perplexity", ...}
+  // {"<prefix>loss", "<prefix>perplexity", ...}; bits_per_byte and bytes only when the bytes are known.
+  nlohmann::json to_json(const std::string& prefix) const;
 };
 
 // Runs every row of `file` once (file order, no shuffle) in eval mode without gradients.

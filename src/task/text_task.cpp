@@ -42,6 +42,24 @@ std::string byte_token_label(int64_t id, const TokenizerInfo& info) {
   return buf;
 }
 
+// A subword (or imported) id as a short label: specials by name, the piece's text with spaces, newlines and
+// tabs shown as for bytes, and "#id" where no tokenizer is known.
+std::string piece_label(int64_t id, const TokenizerInfo& info, const Tokenizer* tokenizer) {
+  if (id == info.bos_id) return "BOS";
+  if (id == info.eos_id) return "EOS";
+  if (id == info.pad_id) return "PAD";
+  if (tokenizer == nullptr) return "#" + std::to_string(id);
+  std::string label;
+  for (unsigned char c : tokenizer->decode({id})) {
+    if (c == ' ' || c == '\n' || c == '\t' || c < 0x20 || c == 0x7f) {
+      label += byte_token_label(c, info);
+    } else {
+      label += static_cast<char>(c);
+    }
+  }
+  return label;
+}
+
 // The first `t` positions of a one-row batch.
 Batch first_positions(const Batch& b, int64_t t) {
   auto cut = [t](const at::Tensor& x) { return x.defined() ? x.slice(1, 0, t).contiguous() : x; };
@@ -67,6 +85,8 @@ class TextTask : public Task {
       val_ = std::make_unique<TokenFile>(open_token_file(data.val));
       check_model_vocab(val_->header(), data.val, input_vocab, config.model.output_vocab);
     }
+    if (val_->tokenizer().name != "bytes")
+      tokenizer_ = tokenizer_for(val_->tokenizer(), val_->tokenizer_model());
   }
 
   std::string describe() const override {
@@ -84,6 +104,14 @@ class TextTask : public Task {
   }
   int64_t sequence_length() const override { return rows_.seq_len; }
 
+  std::map<std::string, std::string> run_files() const override {
+    const TokenFile& train = source().file();
+    std::map<std::string, std::string> files = {
+        {kTokenizerInfoFile, tokenizer_info_to_json(train.tokenizer()).dump(2) + "\n"}};
+    if (!train.tokenizer_model().empty()) files[kTokenizerModelFile] = train.tokenizer_model();
+    return files;
+  }
+
   BatchSource& training_batches() override { return source(); }
   double initial_loss(Transformer& model) override {
     return text_fixed_batch_loss(model, source().file(), rows_, config_.train.batch_size, device_);
@@ -95,8 +123,10 @@ class TextTask : public Task {
   // The same figures without their "val_" prefix: the file name already says which split.
   nlohmann::json checkpoint_figures(const nlohmann::json& evaluation) const override {
     nlohmann::json figures = nlohmann::json::object();
-    for (const char* key : {"loss", "perplexity", "bits_per_byte", "tokens", "bytes"})
-      figures[key] = evaluation.at(std::string("val_") + key);
+    for (const char* key : {"loss", "perplexity", "bits_per_byte", "tokens", "bytes"}) {
+      if (evaluation.contains(std::string("val_") + key))
+        figures[key] = evaluation.at(std::string("val_") + key);
+    }
     return figures;
   }
   std::string results_table(const nlohmann::json& results) const override {
@@ -106,8 +136,12 @@ class TextTask : public Task {
   std::vector<std::string> token_labels(const Batch& batch, int64_t row) const override {
     const at::Tensor ids = batch.tokens[row].select(1, 0).to(at::kCPU, at::kLong).contiguous();  // (T)
     std::vector<std::string> labels;
-    for (int64_t t = 0; t < ids.size(0); ++t)
-      labels.push_back(byte_token_label(ids[t].item<int64_t>(), val_->tokenizer()));
+    const bool bytes = val_->tokenizer().name == "bytes";
+    for (int64_t t = 0; t < ids.size(0); ++t) {
+      const int64_t id = ids[t].item<int64_t>();
+      labels.push_back(bytes ? byte_token_label(id, val_->tokenizer())
+                             : piece_label(id, val_->tokenizer(), tokenizer_.get()));
+    }
     return labels;
   }
 
@@ -132,9 +166,13 @@ class TextTask : public Task {
     example.description =
         "first " + std::to_string(t) + " positions of the first validation row of " + config_.data.val;
     const at::Tensor ids = example.batch.tokens[0].select(1, 0).contiguous();
-    for (int64_t i = 0; i < t; ++i) {
-      const int64_t id = ids[i].item<int64_t>();
-      if (id < 256) example.text += static_cast<char>(id);
+    std::vector<int64_t> first(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + t);
+    if (val_->tokenizer().name == "bytes") {
+      for (int64_t id : first) {
+        if (id < 256) example.text += static_cast<char>(id);
+      }
+    } else if (tokenizer_) {
+      example.text = tokenizer_->decode(first);
     }
     return example;
   }
@@ -149,6 +187,7 @@ class TextTask : public Task {
   RunConfig config_;
   TextRowOptions rows_;
   std::unique_ptr<TokenFile> val_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // subword files: decodes labels; nullptr for bytes and imported ids
   c10::Device device_;
   std::unique_ptr<TextBatchSource> source_;  // kTraining only
 };

@@ -234,8 +234,8 @@ CATCH_TEST_CASE("token file corruption is refused with a clear message", "[contr
   magic[0] = 'X';
   CATCH_CHECK(open_bad(magic, {"magic"}) == "");
   std::string version = bytes;
-  poke<uint32_t>(version, 8, 2);
-  CATCH_CHECK(open_bad(version, {"format version 2"}) == "");
+  poke<uint32_t>(version, 8, 3);
+  CATCH_CHECK(open_bad(version, {"format version 3"}) == "");
   std::string width = bytes;
   poke<uint32_t>(width, 12, 3);
   CATCH_CHECK(open_bad(width, {"token width 3"}) == "");
@@ -250,7 +250,7 @@ CATCH_TEST_CASE("token file corruption is refused with a clear message", "[contr
 
   // Offsets section: aligned after 8+6+5 = 19 u16 tokens -> 128 + 38 = 166 -> 168.
   const size_t offsets = 168;
-  CATCH_REQUIRE(bytes.size() == offsets + 3 * 8);
+  CATCH_REQUIRE(bytes.size() == offsets + 3 * 8 + 3 * 8);  // offsets, then the documents' byte counts
   std::string order = bytes;
   poke<uint64_t>(order, offsets + 8, 12);  // document 1 now starts after document 2 (at 14)
   poke<uint64_t>(order, offsets + 16, 8);
