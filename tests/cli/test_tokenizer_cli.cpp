@@ -78,7 +78,7 @@ CATCH_TEST_CASE("a model trained on imported tokens trains, evaluates and genera
 
 CATCH_TEST_CASE("a BPE run keeps its tokenizer and decodes with it from the run alone",
                 "[e2e][cli][tokenizer]") {
-  if (!sentencepiece_available()) {
+  if (!causal::sentencepiece_available()) {
     CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
     return;
   }

@@ -29,26 +29,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
+struct TokDir {
   fs::path path;
-  explicit TempDir(const std::string& name) {
+  explicit TokDir(const std::string& name) {
     path = fs::temp_directory_path() / ("causal_tok_" + name + "_" + std::to_string(::getpid()));
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~TokDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-void write_bytes(const std::string& path, const std::string& bytes) {
+void put_file(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out << bytes;
 }
 
-std::string read_bytes(const std::string& path) {
+std::string get_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -74,7 +74,7 @@ const std::string& tiny_model_path() {
   static const std::string path = [] {
     const fs::path dir = fs::temp_directory_path() / ("causal_tok_model_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    write_bytes((dir / "corpus.txt").string(), corpus_text(400, 1));
+    put_file((dir / "corpus.txt").string(), corpus_text(400, 1));
     TokenizerTrainOptions o;
     o.inputs = {(dir / "corpus.txt").string()};
     o.vocab_size = 300;
@@ -168,9 +168,9 @@ CATCH_TEST_CASE("encode records the tokenizer, its model and each document's byt
     CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
     return;
   }
-  TempDir dir("encode_spm");
+  TokDir dir("encode_spm");
   const std::string text = corpus_text(120, 5);
-  write_bytes(dir.file("in.txt"), text);
+  put_file(dir.file("in.txt"), text);
   EncodeOptions o;
   o.inputs = {dir.file("in.txt")};
   o.tokenizer = tiny_model_path();
@@ -183,7 +183,7 @@ CATCH_TEST_CASE("encode records the tokenizer, its model and each document's byt
   const auto tok = load_sentencepiece(tiny_model_path());
   CATCH_CHECK(train.tokenizer() == tok->info());
   CATCH_CHECK(train.tokenizer().model_sha256 == sha256_file(tiny_model_path()));
-  CATCH_CHECK(train.tokenizer_model() == read_bytes(tiny_model_path()));
+  CATCH_CHECK(train.tokenizer_model() == get_file(tiny_model_path()));
   CATCH_CHECK(train.header().version == 2);
   CATCH_REQUIRE(train.header().document_bytes_known);
   // Every document decodes to its text, and its recorded byte count is that text's length.
@@ -211,8 +211,8 @@ CATCH_TEST_CASE("a tokenizer mismatch between files is refused naming both sides
     CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
     return;
   }
-  TempDir dir("mismatch");
-  write_bytes(dir.file("in.txt"), corpus_text(20, 2));
+  TokDir dir("mismatch");
+  put_file(dir.file("in.txt"), corpus_text(20, 2));
   EncodeOptions o;
   o.inputs = {dir.file("in.txt")};
   o.tokenizer = tiny_model_path();
@@ -242,14 +242,14 @@ CATCH_TEST_CASE("a tokenizer mismatch between files is refused naming both sides
 }
 
 CATCH_TEST_CASE("streaming encode of a file larger than the memory cap", "[contract][tokenizer]") {
-  TempDir dir("stream");
+  TokDir dir("stream");
   // ~3 MB: three times the 1 MiB cap, in documents of a few KB and one large document of ~1.5 MB.
   std::string text = corpus_text(60000, 11);
   std::string big;
   while (big.size() < 1'500'000) big += corpus_text(50, static_cast<uint32_t>(big.size()));
   for (size_t at = 0; (at = big.find("\n\n", at)) != std::string::npos;) big.replace(at, 2, "\n");
   text += "\n\n" + big;
-  write_bytes(dir.file("big.txt"), text);
+  put_file(dir.file("big.txt"), text);
   CATCH_REQUIRE(text.size() > 3 * (size_t{1} << 20));
   std::vector<std::string> tokenizers = {"bytes"};
   if (sentencepiece_available()) tokenizers.push_back(tiny_model_path());
@@ -270,7 +270,7 @@ CATCH_TEST_CASE("streaming encode of a file larger than the memory cap", "[contr
     o.out = dir.file("whole.tok");
     const EncodeResult whole = encode_text(o);
     CATCH_CHECK(whole.peak_buffered_bytes > o.memory_cap_bytes / 1024);  // guards: really held more
-    CATCH_CHECK(read_bytes(dir.file("capped.tok")) == read_bytes(dir.file("whole.tok")));
+    CATCH_CHECK(get_file(dir.file("capped.tok")) == get_file(dir.file("whole.tok")));
     // And they decode to the input documents.
     const TokenFile f(dir.file("capped.tok"));
     const auto tok = tokenizer_for(f.tokenizer(), f.tokenizer_model());
@@ -282,7 +282,7 @@ CATCH_TEST_CASE("streaming encode of a file larger than the memory cap", "[contr
 }
 
 CATCH_TEST_CASE("version 1 token files still open, their byte counts derived", "[contract][tokenizer]") {
-  TempDir dir("v1");
+  TokDir dir("v1");
   // A version 1 file, as earlier builds wrote it: header, ids, padding, offsets; no byte counts.
   const std::vector<uint16_t> ids = {256, 'h', 'i', 257, 256, 'y', 'o', 'u', 257};
   std::string bytes(128, '\0');
@@ -302,7 +302,7 @@ CATCH_TEST_CASE("version 1 token files still open, their byte counts derived", "
   bytes.append(6, '\0');  // 128 + 18 = 146 -> 152
   const uint64_t starts[2] = {0, 4};
   bytes.append(reinterpret_cast<const char*>(starts), sizeof(starts));
-  write_bytes(dir.file("old.tok"), bytes);
+  put_file(dir.file("old.tok"), bytes);
   const TokenFile f(dir.file("old.tok"));
   CATCH_CHECK(f.header().version == 1);
   CATCH_CHECK(f.tokenizer() == ByteTokenizer().info());
@@ -352,7 +352,7 @@ std::vector<std::vector<int64_t>> split_at(const std::vector<uint32_t>& ids, uin
 }  // namespace
 
 CATCH_TEST_CASE("nanoGPT and llm.c imports equal a reader written here", "[contract][import]") {
-  TempDir dir("import");
+  TokDir dir("import");
   std::mt19937 rng(5);
   const uint16_t eot = 999;
   std::vector<uint16_t> ids = {eot};
@@ -360,8 +360,8 @@ CATCH_TEST_CASE("nanoGPT and llm.c imports equal a reader written here", "[contr
   ids.push_back(eot);
   ids.push_back(eot);
   ids.push_back(17);  // a last document without a closing EOT
-  write_bytes(dir.file("nano.bin"), nanogpt_bytes(ids));
-  write_bytes(dir.file("llmc.bin"), llmc_bytes(ids));
+  put_file(dir.file("nano.bin"), nanogpt_bytes(ids));
+  put_file(dir.file("llmc.bin"), llmc_bytes(ids));
   const std::vector<uint32_t> expected_ids = read_nanogpt(nanogpt_bytes(ids));
   const auto expected = split_at(expected_ids, eot);
   CATCH_REQUIRE(expected.size() > 20);
@@ -400,10 +400,10 @@ CATCH_TEST_CASE("nanoGPT and llm.c imports equal a reader written here", "[contr
 }
 
 CATCH_TEST_CASE("corrupt imports are refused naming the offset", "[contract][import]") {
-  TempDir dir("import_bad");
+  TokDir dir("import_bad");
   const std::vector<uint16_t> ids = {5, 6, 7, 8};
   auto refuse = [&](ImportFormat format, const std::string& bytes, int64_t vocab, const std::string& needle) {
-    write_bytes(dir.file("bad.bin"), bytes);
+    put_file(dir.file("bad.bin"), bytes);
     ImportOptions o;
     o.format = format;
     o.input = dir.file("bad.bin");
@@ -439,9 +439,9 @@ CATCH_TEST_CASE("corrupt imports are refused naming the offset", "[contract][imp
 }
 
 CATCH_TEST_CASE("vocab auto resolves from data.train and --set takes array indices", "[unit][config]") {
-  TempDir dir("auto");
+  TokDir dir("auto");
   const std::vector<uint16_t> ids = {1, 2, 3, 999, 4, 5};
-  write_bytes(dir.file("in.bin"), nanogpt_bytes(ids));
+  put_file(dir.file("in.bin"), nanogpt_bytes(ids));
   ImportOptions o;
   o.input = dir.file("in.bin");
   o.vocab = 1000;
