@@ -198,3 +198,26 @@ CATCH_TEST_CASE("checkpoints are pruned to keep_checkpoints and auto continues o
   // A finished run is kept as it is; the next one gets a folder of its own.
   CATCH_CHECK(train_run(config, request).run_dir == (scratch.path / (config.name + "-2")).string());
 }
+
+// Without --run-dir, runs/<name> holding this run stopped before its first checkpoint (its config.json,
+// no checkpoint) or even before its config.json (only what RunFolder::create makes) restarts in place: a
+// requeue loop must not leave runs/<name>-2, -3, ... behind.
+CATCH_TEST_CASE("auto restarts runs/<name> in place when it was killed before its first checkpoint",
+                "[e2e][resume]") {
+  testing::ScratchDir scratch("resume_named_restart");
+  RunConfig config = retrieval_config(0.0);
+  apply_override(config, "train.steps=3");
+  const fs::path named = scratch.path / config.name;
+  TrainRequest request;
+  request.runs_root = scratch.path.string();
+  request.print_table = false;
+  fs::create_directories(named);
+  std::ofstream(named / "log.txt") << "killed before config.json\n";
+  std::ofstream(named / "metrics.jsonl").close();
+  CATCH_CHECK(train_run(config, request).run_dir == named.string());
+  fs::remove_all(named / "checkpoints");
+  fs::remove(named / "results.json");
+  CATCH_CHECK(train_run(config, request).run_dir == named.string());
+  CATCH_CHECK(fs::exists(named / "results.json"));
+  CATCH_CHECK_FALSE(fs::exists(scratch.path / (config.name + "-2")));
+}
