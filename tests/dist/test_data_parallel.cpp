@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_dir.h"
+#include "config/config_io.h"
 #include "dist/launcher.h"
 #include "io/safetensors.h"
 #include "support/byte_docs.h"
@@ -63,17 +64,13 @@ fs::path write_config(const fs::path& dir, const std::string& name, const std::s
   return path;
 }
 
-// The retrieval reference setting, 20 steps, a metrics row per step, a checkpoint every 10.
-fs::path retrieval_config(const fs::path& dir, int64_t batch) {
-  return write_config(dir, "retrieval",
-                      R"({"name": "dp-retrieval", "seed": 12, "threads": 1,
-    "model": {"inputs": [{"name": "key", "vocab": 8}, {"name": "value", "vocab": 9}], "output_vocab": 8,
-              "d_model": 32, "n_layers": 1, "ffn_hidden": 64, "position": "none", "max_seq_len": 5},
-    "data": {"kind": "retrieval", "pairs": 4, "train_examples": 512, "test_examples": 64, "seed": 120},
-    "train": {"steps": 20, "batch_size": )" +
-                          std::to_string(batch) + R"(, "log_every": 1,
-              "checkpoint_every": 10, "optimizer": {"lr": 0.005}, "schedule": {"kind": "constant"}},
-    "dist": {"timeout_s": 20}})");
+// configs/retrieval.json (the lab's reference setting, global batch 64) for 20 steps, a metrics row per
+// step and a checkpoint every 10, written out as a config file of its own.
+fs::path retrieval_config(const fs::path& dir) {
+  RunConfig config =
+      load_config(std::string(CAUSAL_SOURCE_DIR) + "/configs/retrieval.json",
+                  {"train.steps=20", "train.log_every=1", "train.checkpoint_every=10", "dist.timeout_s=20"});
+  return write_config(dir, "retrieval", config_to_string(config));
 }
 
 // Padded text rows (documents of varied lengths: padding differs per row) with gradient accumulation.
@@ -123,8 +120,17 @@ double loss_difference(const fs::path& a, const fs::path& b) {
   return worst;
 }
 
-// Largest |a - b| over every weight of the two runs' checkpoints after `step`.
-double weight_difference(const fs::path& a, const fs::path& b, int64_t step = 20) {
+// The key projection's bias shifts every score of a query by the same amount, which softmax ignores: its
+// gradient is exactly zero in exact arithmetic, so what it receives is rounding noise, which AdamW
+// normalises into steps of about lr. Any change in summation order (a split over ranks, another thread
+// count) changes that noise, so the tensor can only be compared bit for bit, never to a tolerance.
+bool noise_driven(const std::string& name) {
+  return name.size() >= 16 && name.compare(name.size() - 16, 16, "attn.k_proj.bias") == 0;
+}
+
+// Largest |a - b| over the weights of the two runs' checkpoints after `step`; with `tolerant`, the
+// noise-driven tensors are left out (they are compared exactly when `tolerant` is false).
+double weight_difference(const fs::path& a, const fs::path& b, int64_t step = 20, bool tolerant = false) {
   const std::string name = checkpoint_name(step);
   const NamedTensors x = load_safetensors((a / "checkpoints" / name / "model.safetensors").string());
   const NamedTensors y = load_safetensors((b / "checkpoints" / name / "model.safetensors").string());
@@ -132,6 +138,7 @@ double weight_difference(const fs::path& a, const fs::path& b, int64_t step = 20
   double worst = 0.0;
   for (size_t i = 0; i < x.size(); ++i) {
     CATCH_REQUIRE(x[i].first == y[i].first);
+    if (tolerant && noise_driven(x[i].first)) continue;
     worst = std::max(worst, (x[i].second - y[i].second).abs().max().item<double>());
   }
   return worst;
@@ -150,7 +157,7 @@ void check_two_ranks_equal_one(const fs::path& config, const fs::path& root) {
   // Guards against comparing a run with itself: rank 0 wrote a two-rank run.
   CATCH_REQUIRE(train_rows(root / "two").front()["world_size"] == 2);
   const double losses = loss_difference(root / "one", root / "two");
-  const double weights = weight_difference(root / "one", root / "two");
+  const double weights = weight_difference(root / "one", root / "two", 20, /*tolerant=*/true);
   std::printf("2 ranks vs 1 (%s): max |loss diff| %.3g, max |weight diff| %.3g\n", config.filename().c_str(),
               losses, weights);
   CATCH_CHECK(losses <= 1e-6);
@@ -162,7 +169,7 @@ void check_two_ranks_equal_one(const fs::path& config, const fs::path& root) {
 CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on retrieval (losses, weights to 1e-6)",
                 "[e2e][dist]") {
   testing::ScratchDir scratch("dp_equal_retrieval");
-  check_two_ranks_equal_one(retrieval_config(scratch.path, 16), scratch.path);
+  check_two_ranks_equal_one(retrieval_config(scratch.path), scratch.path);
 }
 
 CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on padded text with accumulation", "[e2e][dist]") {
@@ -172,7 +179,7 @@ CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on padded text with a
 
 CATCH_TEST_CASE("a 2-rank run resumes bit-exactly on 2 ranks and continues on 1", "[e2e][dist]") {
   testing::ScratchDir scratch("dp_resume");
-  const fs::path config = retrieval_config(scratch.path, 16);
+  const fs::path config = retrieval_config(scratch.path);
   CATCH_REQUIRE(
       causal_run(train_args(config, scratch.path / "straight", "--nproc 2"), scratch.path, "s").code == 0);
   const fs::path stopped = scratch.path / "stopped";
@@ -192,12 +199,13 @@ CATCH_TEST_CASE("a 2-rank run resumes bit-exactly on 2 ranks and continues on 1"
       std::string::npos);
   // The same global batches in the same order: only the summation order differs from the 2-rank run.
   CATCH_CHECK(loss_difference(scratch.path / "straight", scratch.path / "on_one") <= 1e-6);
-  CATCH_CHECK(weight_difference(scratch.path / "straight", scratch.path / "on_one") <= 1e-6);
+  CATCH_CHECK(weight_difference(scratch.path / "straight", scratch.path / "on_one", 20, /*tolerant=*/true) <=
+              1e-6);
 }
 
 CATCH_TEST_CASE("torchrun-style launch by environment variables equals --nproc 2", "[e2e][dist]") {
   testing::ScratchDir scratch("dp_env");
-  const fs::path config = retrieval_config(scratch.path, 16);
+  const fs::path config = retrieval_config(scratch.path);
   CATCH_REQUIRE(causal_run(train_args(config, scratch.path / "nproc", "--nproc 2"), scratch.path, "n").code ==
                 0);
   const std::string common = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
@@ -220,7 +228,7 @@ CATCH_TEST_CASE("torchrun-style launch by environment variables equals --nproc 2
 CATCH_TEST_CASE("a rank that never joins makes the others time out with exit 6 and no run folder",
                 "[e2e][dist]") {
   testing::ScratchDir scratch("dp_never_joins");
-  const fs::path config = retrieval_config(scratch.path, 16);
+  const fs::path config = retrieval_config(scratch.path);
   const Run r = causal_run(
       train_args(config, scratch.path / "run", "--set dist.timeout_s=2"), scratch.path, "r",
       "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_loopback_port()));
@@ -234,7 +242,7 @@ CATCH_TEST_CASE("a rank that never joins makes the others time out with exit 6 a
 CATCH_TEST_CASE("a worker killed with SIGKILL fails --nproc 2 within the timeout, naming the rank",
                 "[e2e][dist]") {
   testing::ScratchDir scratch("dp_sigkill");
-  const fs::path config = retrieval_config(scratch.path, 16);
+  const fs::path config = retrieval_config(scratch.path);
   const fs::path run = scratch.path / "run";
   // Many steps, so the job is still training when rank 1 is killed.
   std::vector<std::string> args = {
@@ -293,4 +301,20 @@ CATCH_TEST_CASE("a worker killed with SIGKILL fails --nproc 2 within the timeout
   const std::string text = slurp(err);
   CATCH_INFO(text);
   CATCH_CHECK(text.find("rank 1 was killed by signal 9") != std::string::npos);
+}
+
+CATCH_TEST_CASE("a non-finite step stops every rank together, naming the rank it came from", "[e2e][dist]") {
+  testing::ScratchDir scratch("dp_nonfinite");
+  const fs::path config = retrieval_config(scratch.path);
+  const Run r =
+      causal_run(train_args(config, scratch.path / "run", "--nproc 2 --inject-fault activation:logits@3"),
+                 scratch.path, "r");
+  CATCH_INFO(r.err);
+  CATCH_CHECK(r.code == kExitNumerical);
+  // Both ranks reached the same verdict at the same step, with rank 0's own diagnosis.
+  for (const char* rank : {"[rank 0] causal: error: step 3:", "[rank 1] causal: error: step 3:"})
+    CATCH_CHECK(r.err.find(rank) != std::string::npos);
+  CATCH_CHECK(r.err.find("on rank 0: first non-finite activation in forward order: logits") !=
+              std::string::npos);
+  CATCH_CHECK(fs::exists(scratch.path / "run" / "forensics" / "step_00000003"));
 }
