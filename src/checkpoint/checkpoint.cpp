@@ -87,7 +87,8 @@ nlohmann::json TrainingState::to_json() const {
           {"data_identity", data_identity},
           {"rng", rng},
           {"consecutive_skips", consecutive_skips},
-          {"spike_detector", spike_detector}};
+          {"spike_detector", spike_detector},
+          {"world_size", world_size}};
 }
 
 TrainingState TrainingState::from_json(const nlohmann::json& json, const std::string& source) {
@@ -106,6 +107,7 @@ TrainingState TrainingState::from_json(const nlohmann::json& json, const std::st
     s.rng = json.at("rng");
     s.consecutive_skips = json.at("consecutive_skips").get<int64_t>();
     s.spike_detector = json.at("spike_detector");
+    s.world_size = json.value("world_size", int64_t{1});
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError("[checkpoint] " + source + ": missing or mistyped field: " + e.what());
   }

@@ -31,6 +31,7 @@ struct TrainingState {
   nlohmann::json rng;             // capture_global_rng()
   int64_t consecutive_skips = 0;  // skipped steps in a row (nonfinite = "skip")
   nlohmann::json spike_detector;  // SpikeDetector::state()
+  int64_t world_size = 1;         // data-parallel ranks that trained it (absent in older checkpoints: 1)
 
   nlohmann::json to_json() const;
   static TrainingState from_json(const nlohmann::json& json, const std::string& source);

@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "causal: train decoder-only (causal) transformers from JSON configs and see what happened inside.\n"
       "Exit codes (docs/errors.md): 0 ok, 1 unexpected failure, 2 config or usage, 3 data, 4 checkpoint,\n"
-      "5 non-finite loss/gradients, 130/143 stopped by SIGINT/SIGTERM after saving a checkpoint."};
+      "5 non-finite loss/gradients, 6 a data-parallel rank died or timed out, 130/143 stopped by\n"
+      "SIGINT/SIGTERM after saving a checkpoint."};
   app.set_version_flag("--version", std::string("causal 0.1 (LibTorch ") + TORCH_VERSION + ")");
   app.require_subcommand(1);
 

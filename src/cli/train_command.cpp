@@ -1,11 +1,13 @@
 // `causal train`: flags -> TrainRequest (or a forensics replay) -> the library.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "config/config_io.h"
 #include "core/errors.h"
+#include "dist/launcher.h"
 #include "run/train_run.h"
 #include "train/replay.h"
 
@@ -35,6 +37,7 @@ struct TrainFlags {
   std::vector<std::string> overrides;
   bool print_config = false;
   std::string replay;
+  int64_t nproc = 0;
   TrainRequest request;
 };
 
@@ -49,6 +52,12 @@ int run_train(const TrainFlags& flags) {
   if (flags.print_config) {
     std::cout << config_to_string(config) << "\n";
     return kExitOk;
+  }
+  if (flags.nproc > 0) {
+    if (std::getenv("RANK") != nullptr || std::getenv("WORLD_SIZE") != nullptr)
+      throw UsageError(
+          "--nproc: RANK/WORLD_SIZE are already set (a launcher started this process); drop --nproc");
+    return launch_local({flags.nproc, own_command_without_nproc(), config.dist.timeout_s});
   }
   const TrainOutcome outcome = train_run(config, flags.request);
   if (outcome.stopped_at_step > 0)
@@ -92,6 +101,13 @@ Command add_train_command(CLI::App& app) {
   train->add_option("--replay", flags->replay,
                     "Recompute the step saved in a forensics bundle (RUN/forensics/step_N) from its weights, "
                     "batch and RNG state, and report whether it is non-finite again (exit 5) and where");
+  train
+      ->add_option(
+          "--nproc", flags->nproc,
+          "Train data-parallel on N local worker processes (ranks on 127.0.0.1; train.batch_size is "
+          "the global batch and must divide by N; docs/distributed.md). Without it, RANK, "
+          "WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun's variables) make this process one rank")
+      ->check(at_least(1));
   train->add_flag("--print-config", flags->print_config,
                   "Print the resolved config (every default filled in) and exit");
   return {train, [flags] { return run_train(*flags); }};

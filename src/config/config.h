@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/data_config.h"
+#include "config/dist_config.h"
 #include "config/model_config.h"
 #include "config/train_config.h"
 
@@ -20,6 +21,7 @@ struct RunConfig {
   ModelConfig model;
   DataConfig data;
   TrainConfig train;
+  DistConfig dist;  // data-parallel training (used only when ranks are launched)
 
   template <class V>
   void visit_fields(V& v) {
@@ -30,6 +32,7 @@ struct RunConfig {
     v.field("model", model);
     v.field("data", data);
     v.field("train", train);
+    v.field("dist", dist);
   }
 };
 

@@ -377,6 +377,11 @@ void resolve(RunConfig& config) {
   }
 }
 
+void validate_dist(const DistConfig& d, const Checker& check) {
+  check.positive("dist.timeout_s", d.timeout_s);
+  check.positive("dist.bucket_mb", d.bucket_mb);
+}
+
 void validate(const RunConfig& config, const std::string& source, ConfigScope scope) {
   const Checker check(source);
   validate_top_level(config, check);
@@ -389,6 +394,7 @@ void validate(const RunConfig& config, const std::string& source, ConfigScope sc
     validate_text(config, check);
   }
   validate_train(config.train, check);
+  validate_dist(config.dist, check);
   if (cost_bound_per_sequence(config.model) * static_cast<double>(config.train.batch_size) >= kCostLimit) {
     check.fail("train.batch_size", "train.batch_size " + str(config.train.batch_size) +
                                        " sequences of this model need more than 2^62 bytes of activations; "

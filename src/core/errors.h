@@ -15,6 +15,7 @@ enum ExitCode : int {
   kExitData = 3,        // a data file: missing, unreadable, corrupt, or not matching the model
   kExitCheckpoint = 4,  // a checkpoint or forensics bundle: missing, damaged, or not matching the config
   kExitNumerical = 5,   // a non-finite loss or gradient ended the run
+  kExitDist = 6,        // data-parallel ranks could not meet, or one of them died or timed out
 };
 
 // what() is always one line (newlines become spaces): the CLI and logs print it as a single line.
@@ -72,6 +73,13 @@ class NonFiniteError : public Error {
  public:
   using Error::Error;
   int exit_code() const override { return kExitNumerical; }
+};
+
+// Data-parallel training: a rank never joined, died, or a collective timed out (docs/distributed.md).
+class DistributedError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return kExitDist; }
 };
 
 // A file operation failed (open, write, fsync, rename). Layers that own a kind of file rethrow it as

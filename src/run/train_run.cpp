@@ -15,11 +15,14 @@
 #include "config/config_io.h"
 #include "core/errors.h"
 #include "core/runtime.h"
+#include "dist/sharded_batches.h"
 #include "model/cost_model.h"
 #include "model/count_parameters.h"
 #include "model/transformer.h"
 #include "run/interrupt.h"
+#include "run/rank_context.h"
 #include "run/run_folder.h"
+#include "run/worker_output.h"
 #include "task/task.h"
 #include "train/throughput.h"
 #include "train/trainer.h"
@@ -42,6 +45,17 @@ void log_cost_plan(spdlog::logger& log, const InspectReport& r, double peak_flop
       "cost: {:.3g} training FLOPs per token (6N + causal attention); matmul peak measured here {:.1f} "
       "GFLOP/s; compute-optimal data ~{} tokens (20 per parameter)",
       static_cast<double>(r.flops.training_causal), peak_flops / 1e9, r.scaling.compute_optimal_tokens);
+}
+
+// A checkpoint written by another number of ranks continues the same global batch sequence (every rank
+// draws the global batches; only the split of each one changes): say so, since the floating-point sums
+// over ranks, and so the last bits of the weights, differ from an uninterrupted run.
+void log_world_change(spdlog::logger& log, const CheckpointInfo& from, int64_t world_size) {
+  if (from.state.world_size == world_size) return;
+  log.warn(
+      "resuming on {} ranks a checkpoint written by {}: the global batches and their order continue "
+      "unchanged; each is now split {} ways",
+      world_size, from.state.world_size, world_size);
 }
 
 void check_stop_at_step(const TrainRequest& request, int64_t steps,
@@ -140,17 +154,24 @@ std::optional<fs::path> restart_folder(const StartPlan& plan, const TrainRequest
 }  // namespace
 
 TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
-  const int64_t threads = configure_threads(config.threads);
+  const int64_t threads = configure_threads(RankContext::threads(config.threads));
   const c10::Device device = resolve_device(config.device);
   const nlohmann::json config_json = config_to_json(config);
   const int64_t steps = config.train.steps;
   check_stop_at_step(request, steps, std::nullopt);
+  // A single process unless launched with RANK/WORLD_SIZE; then rank 0 alone picks and writes the run
+  // folder, and the other ranks start from the checkpoint it chose.
+  RankContext ranks(config, device);
+  const bool leader = ranks.leader();
 
   // Lock a folder we continue in before reading its checkpoints: another process may be writing them.
-  const StartPlan plan = plan_start({request.resume, request.run_dir, request.runs_root}, config.name, steps);
+  const StartPlan plan =
+      leader ? plan_start({request.resume, request.run_dir, request.runs_root}, config.name, steps)
+             : StartPlan{};
   std::unique_ptr<RunFolder> folder;
   if (!plan.continue_in.empty()) folder = RunFolder::open_existing(plan.continue_in);
-  const std::optional<fs::path> restart = restart_folder(plan, request, config_json, config.name);
+  const std::optional<fs::path> restart =
+      leader ? restart_folder(plan, request, config_json, config.name) : std::nullopt;
   if (restart) {
     folder = RunFolder::open_existing(*restart);  // locked: no other process writes there now
     remove_stale_temporaries(folder->path() / "checkpoints");
@@ -160,7 +181,7 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
                            " received a checkpoint while this run was starting; run the command again");
     }
   }
-  const std::optional<CheckpointInfo> from = checkpoint_to_continue(plan);
+  const std::optional<CheckpointInfo> from = ranks.share_start(checkpoint_to_continue(plan));
   check_stop_at_step(request, steps, from);
 
   std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
@@ -187,7 +208,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
       return {plan.continue_in.string(), from->dir.string(), 0, true, *results};
     }
   }
-  if (!folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
+  if (!leader && from && from->state.step >= steps) return {"", from->dir.string(), 0, true, {}};
+  if (leader && !folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
   if (from && !plan.continue_in.empty()) {
     const std::vector<std::string> set_aside =
         set_aside_invalid_after(plan.continue_in / "checkpoints", from->dir);
@@ -206,32 +228,43 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
         "one); log.txt continues, metrics.jsonl starts again",
         folder->path().string());
   }
-  folder->write_json("config.json", config_json);
   const std::map<std::string, std::string> run_files = task->run_files();
-  for (const auto& [name, bytes] : run_files) folder->write_file(name, bytes);
-  auto& log = folder->log();
+  if (folder) {
+    folder->write_json("config.json", config_json);
+    for (const auto& [name, bytes] : run_files) folder->write_file(name, bytes);
+  }
+  WorkerOutput worker_output(ranks.rank());
+  TrainOutput& output = folder ? static_cast<TrainOutput&>(*folder) : worker_output;
+  auto& log = output.log();
 
   torch::manual_seed(static_cast<uint64_t>(config.seed));
   Transformer model(config.model);
   model->to(device);
-  log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
-           count_parameters(*model), task->describe(), device.str(), threads);
-  const double peak_flops = measure_matmul_peak(device);
+  if (folder) {
+    log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
+             count_parameters(*model), task->describe(), device.str(), threads);
+  }
+  const double peak_flops = leader ? measure_matmul_peak(device) : 0.0;
   log_cost_plan(log, cost, peak_flops);
 
-  Trainer trainer(config, model, task->training_batches(), *folder, device);
+  ShardedBatches shard(task->training_batches(), ranks.rank(), ranks.world_size());
+  Trainer trainer(config, model, ranks.distributed() ? shard : task->training_batches(), output, device);
   trainer.set_flops(static_cast<double>(cost.flops.training_causal), peak_flops);
+  trainer.set_data_parallel(ranks.parallel());
   const FaultInjection fault =
       request.inject_fault.empty() ? FaultInjection{} : FaultInjection::parse(request.inject_fault);
   trainer.set_fault(fault);
-  CheckpointerOptions checkpointing{config.train.checkpoint_every, config.train.keep_checkpoints};
-  if (fault.kind == FaultInjection::Kind::kSave)
-    checkpointing.during_write = [fault](const fs::path& dir, int64_t step) {
-      apply_save_fault(fault, dir, step);
-    };
-  Checkpointer checkpointer(folder->path() / "checkpoints", checkpointing, *model, trainer.optimizer(),
-                            config_json, log, from ? from->dir : fs::path());
-  checkpointer.set_extra_files(run_files);
+  std::optional<Checkpointer> checkpointer;
+  if (folder) {
+    CheckpointerOptions checkpointing{config.train.checkpoint_every, config.train.keep_checkpoints};
+    if (fault.kind == FaultInjection::Kind::kSave)
+      checkpointing.during_write = [fault](const fs::path& dir, int64_t step) {
+        apply_save_fault(fault, dir, step);
+      };
+    checkpointer.emplace(folder->path() / "checkpoints", checkpointing, *model, trainer.optimizer(),
+                         config_json, log, from ? from->dir : fs::path());
+    checkpointer->set_extra_files(run_files);
+  }
 
   TrainProgress start;
   double initial_loss = 0.0;
@@ -245,9 +278,19 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     initial_loss = from->state.initial_loss;
     restore_global_rng(from->state.rng, device);  // last: nothing after it may draw random numbers
     log.info("resuming from {} (step {} of {})", from->dir.string(), start.step, steps);
+    if (leader) log_world_change(log, *from, ranks.world_size());
   } else {
     initial_loss = task->initial_loss(model);
     if (request.resume == "auto") log.info("no checkpoint to resume: starting at step 0");
+  }
+  if (ranks.distributed() && start.step < steps) {
+    std::vector<at::Tensor> tensors = model->parameters();
+    for (const at::Tensor& b : model->buffers()) tensors.push_back(b);
+    ranks.parallel()->broadcast_and_verify(tensors, "model weights");
+    ranks.parallel()->take_seconds();  // set-up, not the first step's all-reduce
+    log.info("data-parallel: rank {} of {} ({}), {} rows of each micro-batch of {}", ranks.rank(),
+             ranks.world_size(), ranks.backend(), config.train.batch_size / ranks.world_size(),
+             config.train.batch_size);
   }
 
   auto training_state = [&](const TrainProgress& progress) {
@@ -261,6 +304,7 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     state.data_identity = task->identity();
     state.rng = capture_global_rng(device);
     state.spike_detector = trainer.spike_detector().state();
+    state.world_size = ranks.world_size();
     return state;
   };
 
@@ -270,30 +314,35 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   {
     InterruptGuard interrupts;
     TrainHooks hooks;
-    hooks.evaluate = [&](Transformer& m, int64_t) { return task->evaluate_validation(m); };
+    if (leader) hooks.evaluate = [&](Transformer& m, int64_t) { return task->evaluate_validation(m); };
     hooks.after_step = [&](const TrainProgress& p) {
       signal = interrupts.pending();
+      // Ranks stop together: a signal that reached any rank stops every one after this step.
+      if (ranks.distributed()) signal = static_cast<int>(ranks.parallel()->max_over_ranks(signal));
       stopped = p.step == request.stop_at_step;
-      checkpointer.save(
-          p.step, p.step == steps, [&] { return training_state(p); }, signal || stopped);
+      if (checkpointer) {
+        checkpointer->save(
+            p.step, p.step == steps, [&] { return training_state(p); }, signal || stopped);
+      }
       return !signal && !stopped;
     };
-    hooks.on_abort = [&](const AbortedStep& step) {
-      const ForensicsBundle bundle{step.step,
-                                   step.lr,
-                                   step.message,
-                                   *step.micro_batches,
-                                   step.rng_before,
-                                   fault.kind == FaultInjection::Kind::kNone ? "" : fault.describe(),
-                                   checkpointer.last().string(),
-                                   config_json};
-      const fs::path dir = write_forensics(folder->path(), bundle, *model, trainer.optimizer());
-      return "; forensics in " + dir.string() + " (replay: causal train --replay " + dir.string() + ")";
-    };
+    if (leader)
+      hooks.on_abort = [&](const AbortedStep& step) {
+        const ForensicsBundle bundle{step.step,
+                                     step.lr,
+                                     step.message,
+                                     *step.micro_batches,
+                                     step.rng_before,
+                                     fault.kind == FaultInjection::Kind::kNone ? "" : fault.describe(),
+                                     checkpointer->last().string(),
+                                     config_json};
+        const fs::path dir = write_forensics(folder->path(), bundle, *model, trainer.optimizer());
+        return "; forensics in " + dir.string() + " (replay: causal train --replay " + dir.string() + ")";
+      };
     summary = trainer.run(start, hooks);
   }
   const TrainProgress& progress = summary.progress;
-  const std::string checkpoint = checkpointer.last().string();
+  const std::string checkpoint = checkpointer ? checkpointer->last().string() : std::string();
   if (signal) {
     const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
     log.warn("{} received: stopped after step {}; checkpoint {}", name, progress.step, checkpoint);
@@ -302,12 +351,18 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
                          128 + signal);
   }
   if (stopped) {
-    log.info("stopped after step {} (--stop-at-step); checkpoint {}", progress.step, checkpoint);
-    return {folder->path().string(), checkpoint, progress.step, false, nlohmann::json::object()};
+    if (folder) log.info("stopped after step {} (--stop-at-step); checkpoint {}", progress.step, checkpoint);
+    return {folder ? folder->path().string() : "", checkpoint, progress.step, false,
+            nlohmann::json::object()};
   }
+  if (!folder) return {"", "", 0, false, nlohmann::json::object()};  // rank 0 evaluates and reports
 
   const nlohmann::json evaluation = task->evaluate(model);
-  const nlohmann::json results = final_results(initial_loss, evaluation, summary, *folder, checkpoint);
+  nlohmann::json results = final_results(initial_loss, evaluation, summary, *folder, checkpoint);
+  if (ranks.distributed()) {
+    results["world_size"] = ranks.world_size();
+    results["allreduce_seconds"] = summary.allreduce_seconds;
+  }
   nlohmann::json eval_row = evaluation;
   eval_row["kind"] = "eval";
   eval_row["step"] = progress.step;

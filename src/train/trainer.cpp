@@ -53,11 +53,18 @@ void check_fault_target(torch::nn::Module& model, const FaultInjection& fault, i
 }  // namespace
 
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
-                                   bool collect_diagnostics, const std::string& poison_sublayer) {
+                                   bool collect_diagnostics, const std::string& poison_sublayer,
+                                   DataParallel* parallel) {
   StepGradients out;
   for (const Batch& b : micro_batches) {
     out.valid_tokens += b.valid_tokens();
     out.input_tokens += b.labels.numel();
+  }
+  if (parallel != nullptr) {
+    // Weighted by valid tokens: N ranks x batch b take the same step as one rank x batch N*b.
+    const std::vector<int64_t> global = parallel->sum_counts(out.valid_tokens, out.input_tokens);
+    out.valid_tokens = global[0];
+    out.input_tokens = global[1];
   }
   // A step without valid tokens contributes a zero loss and zero gradients instead of 0/0.
   const double denominator = static_cast<double>(std::max<int64_t>(out.valid_tokens, 1));
@@ -109,35 +116,53 @@ double clip_gradients(torch::nn::Module& model, double max_norm) {
   return value;
 }
 
+namespace {
+
+// The root cause in forward order: a bad weight, else the first bad activation, else the backward pass.
+std::string nonfinite_cause(Transformer& model, const StepGradients& grads) {
+  if (std::string p = first_nonfinite_parameter(*model); !p.empty())
+    return "parameter " + p + " holds a non-finite value";
+  if (!grads.first_nonfinite_activation.empty())
+    return "first non-finite activation in forward order: " + grads.first_nonfinite_activation;
+  if (std::string g = first_nonfinite_gradient(*model); !g.empty())
+    return "activations finite; first non-finite gradient: " + g;
+  return "activations and gradients finite; the loss itself overflowed";
+}
+
+// Data-parallel: this rank's diagnosis is made before the sum spreads a bad value to every rank.
+void sum_over_ranks(Transformer& model, DataParallel& parallel, int64_t step_done, StepOutcome& out) {
+  std::vector<at::Tensor> gradients;
+  for (const auto& p : model->parameters())
+    if (p.grad().defined()) gradients.push_back(p.grad());
+  const bool finite = std::isfinite(out.grads.loss) && DataParallel::all_finite(gradients);
+  const std::string cause = finite ? std::string() : nonfinite_cause(model, out.grads);
+  const GradientSumResult sum = parallel.sum_gradients(gradients, out.grads.loss, finite, cause, step_done);
+  out.grads.loss = sum.loss;
+  if (sum.bad_rank >= 0)
+    out.nonfinite_cause = "on rank " + std::to_string(sum.bad_rank) + ": " + sum.bad_cause;
+  out.allreduce_seconds = parallel.take_seconds();
+}
+
+}  // namespace
+
 StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches,
                          const TrainConfig& train, bool log_row, bool diagnose, const FaultInjection& fault,
-                         int64_t step_done) {
+                         int64_t step_done, DataParallel* parallel) {
   const bool inject = fault.at(step_done);
   if (inject && fault.kind == FaultInjection::Kind::kWeight) poison_parameter(*model, fault.name, false);
   const std::string poison =
       inject && fault.kind == FaultInjection::Kind::kActivation ? fault.name : std::string();
   StepOutcome out;
-  out.grads = accumulate_gradients(model, micro_batches, log_row, poison);
+  out.grads = accumulate_gradients(model, micro_batches, log_row, poison, parallel);
   if (inject && fault.kind == FaultInjection::Kind::kGradient) poison_parameter(*model, fault.name, true);
+  if (parallel != nullptr) sum_over_ranks(model, *parallel, step_done, out);
   if (diagnose) {
     ScopedTimer timer(out.grads.diagnostics_seconds);
     out.layer_grad_norms = gradient_norms_by_layer(*model, model->config().n_layers);
   }
   out.grad_norm = clip_gradients(*model, train.grad_clip);
   out.finite = std::isfinite(out.grads.loss) && std::isfinite(out.grad_norm);
-  if (!out.finite) {
-    // The root cause in forward order: a bad weight, else the first bad activation, else the backward pass.
-    if (std::string p = first_nonfinite_parameter(*model); !p.empty()) {
-      out.nonfinite_cause = "parameter " + p + " holds a non-finite value";
-    } else if (!out.grads.first_nonfinite_activation.empty()) {
-      out.nonfinite_cause =
-          "first non-finite activation in forward order: " + out.grads.first_nonfinite_activation;
-    } else if (std::string g = first_nonfinite_gradient(*model); !g.empty()) {
-      out.nonfinite_cause = "activations finite; first non-finite gradient: " + g;
-    } else {
-      out.nonfinite_cause = "activations and gradients finite; the loss itself overflowed";
-    }
-  }
+  if (!out.finite && out.nonfinite_cause.empty()) out.nonfinite_cause = nonfinite_cause(model, out.grads);
   return out;
 }
 
@@ -317,8 +342,9 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
     }
     const std::vector<Batch> micro_batches = next_micro_batches();
     // Forward/backward over the micro-batches, then the health verdict and clipping.
-    const StepOutcome outcome =
-        compute_step(model_, micro_batches, config_.train, plan.log_row, plan.diagnose, fault_, plan.done);
+    const StepOutcome outcome = compute_step(model_, micro_batches, config_.train, plan.log_row,
+                                             plan.diagnose, fault_, plan.done, parallel_);
+    summary.allreduce_seconds += outcome.allreduce_seconds;
     diagnostics += outcome.grads.diagnostics_seconds;
     std::vector<double> ratios;
     if (outcome.finite) {
@@ -344,8 +370,13 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
         plan.log_row = true;
       }
       if (plan.log_row) {
-        output_.append_metrics(metrics_row(plan, outcome, spike, ratios, progress, window_rate.per_second(),
-                                           loop_rate.seconds()));
+        nlohmann::json row = metrics_row(plan, outcome, spike, ratios, progress, window_rate.per_second(),
+                                         loop_rate.seconds());
+        if (parallel_ != nullptr) {
+          row["world_size"] = parallel_->world_size();
+          row["allreduce_s"] = outcome.allreduce_seconds;
+        }
+        output_.append_metrics(row);
         window_rate.reset();
       }
     }

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "data/batch_source.h"
+#include "dist/data_parallel.h"
 #include "model/transformer.h"
 #include "train/diagnostics.h"
 #include "train/fault_injection.h"
@@ -33,9 +34,11 @@ struct StepGradients {
 
 // Zeroes the gradients, then accumulates them over `micro_batches` (already on the model's device) with
 // one denominator: the valid-token count of the whole step, never a mean of per-micro-batch means.
-// `poison_sublayer` is fault injection (ForwardOptions).
+// `poison_sublayer` is fault injection (ForwardOptions). With `parallel`, the denominator and the counts
+// are global (summed over ranks) and the loss is this rank's share of the global mean.
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
-                                   bool collect_diagnostics, const std::string& poison_sublayer = "");
+                                   bool collect_diagnostics, const std::string& poison_sublayer = "",
+                                   DataParallel* parallel = nullptr);
 
 // Global L2 norm of all gradients, before any clipping; then scales them to at most `max_norm`
 // (max_norm <= 0: no clipping; a non-finite norm: left unscaled for diagnosis). Returns the pre-clip norm.
@@ -45,14 +48,17 @@ double clip_gradients(torch::nn::Module& model, double max_norm);
 // when `log_row`), per-layer gradient norms (when `diagnose`), the health verdict and clipping.
 struct StepOutcome {
   StepGradients grads;
-  double grad_norm = 0.0;        // before clipping
-  LayerValues layer_grad_norms;  // filled when diagnosed
-  bool finite = true;            // loss and gradient norm are finite
-  std::string nonfinite_cause;   // when not finite: the first non-finite parameter, activation or gradient
+  double grad_norm = 0.0;          // before clipping
+  LayerValues layer_grad_norms;    // filled when diagnosed
+  bool finite = true;              // loss and gradient norm are finite
+  std::string nonfinite_cause;     // when not finite: the first non-finite parameter, activation or gradient
+  double allreduce_seconds = 0.0;  // data-parallel: time in this step's collectives
 };
+// With `parallel`, gradients and loss are summed over ranks right after backward (before the health
+// verdict and clipping), so every rank reaches the same verdict, naming the rank that went non-finite.
 StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches,
                          const TrainConfig& train, bool log_row, bool diagnose, const FaultInjection& fault,
-                         int64_t step_done);
+                         int64_t step_done, DataParallel* parallel = nullptr);
 
 // Where the loop stands; a resumed run starts from the checkpoint's values.
 struct TrainProgress {
@@ -68,6 +74,7 @@ struct TrainSummary {
   double seconds = 0.0;              // wall time of this process's loop
   double tokens_per_s = 0.0;         // input positions per second over this process's loop
   double diagnostics_seconds = 0.0;  // of `seconds`, spent on health figures, spike scores and metrics rows
+  double allreduce_seconds = 0.0;    // of `seconds`, spent in data-parallel collectives
 };
 
 // A step that ends the run: what the forensics bundle needs (micro-batches on the model's device).
@@ -98,6 +105,8 @@ class Trainer {
   // For the "mfu" metric: the model's training FLOPs per input token and the measured matmul peak.
   void set_flops(double flops_per_token, double peak_flops);
   void set_fault(const FaultInjection& fault) { fault_ = fault; }
+  // Data-parallel training: `source` then yields this rank's shard; counts, loss and rates are global.
+  void set_data_parallel(DataParallel* parallel) { parallel_ = parallel; }
   // Trains from `start` up to config.train.steps, or until after_step returns false. Throws
   // NonFiniteError (after on_abort) when a step is non-finite and nonfinite = "abort", or after
   // max_consecutive_skips skipped steps in a row.
@@ -126,6 +135,7 @@ class Trainer {
   FaultInjection fault_;
   double flops_per_token_ = 0.0, peak_flops_ = 0.0;
   int64_t parameters_ = 0;
+  DataParallel* parallel_ = nullptr;  // not owned; null for a single process
 };
 
 }  // namespace causal
