@@ -37,10 +37,11 @@ MODEL_DEFAULTS = {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 2
                   "ffn_multiple_of": 8, "norm": "layernorm", "norm_eps": 1e-5, "position": "rope",
                   "max_seq_len": 256, "rope": {}, "attention": "reference", "attention_block": 64,
                   "qk_norm": False, "bias": True, "tie_embeddings": False, "dropout": 0.0, "init_std": 0.02}
-ROPE_DEFAULTS = {"theta": 10000.0, "pairing": "interleaved", "scaling": "none", "factor": 1.0}
-ENUMS = {"ffn": ("gelu", "swiglu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
+ROPE_DEFAULTS = {"theta": 10000.0, "pairing": "interleaved", "scaling": "none", "factor": 1.0,
+                 "original_max_seq_len": 0, "beta_fast": 32.0, "beta_slow": 1.0}
+ENUMS = {"ffn": ("gelu", "swiglu", "relu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
          "attention": ("reference", "sdpa", "flash"), "pairing": ("interleaved", "halves"),
-         "scaling": ("none", "linear")}
+         "scaling": ("none", "linear", "ntk", "yarn")}
 BATCH_NAMES = ("tokens", "positions", "segment_ids", "key_valid", "labels", "logits", "loss")
 
 
@@ -131,7 +132,8 @@ def load_model_config(path):
     if m.ffn_hidden == 0:  # src/config/validate.cpp resolve()
         step = m.ffn_multiple_of
         swiglu = (8 * m.d_model + 3 * step - 1) // (3 * step) * step  # ceil(2/3 * 4d / step) * step
-        m.ffn_hidden = 4 * m.d_model if m.ffn == "gelu" else swiglu
+        m.ffn_hidden = swiglu if m.ffn == "swiglu" else 4 * m.d_model
+    m.rope.original_max_seq_len = m.rope.original_max_seq_len or m.max_seq_len
     if m.d_model % m.n_heads or m.n_heads % m.n_kv_heads:
         raise InputError(f"config: model: need n_kv_heads | n_heads | d_model, got {m.n_kv_heads}, "
                          f"{m.n_heads}, {m.d_model}")
@@ -170,7 +172,7 @@ def expected_parameters(m):
             shapes[p + "attn.q_norm.weight"] = shapes[p + "attn.k_norm.weight"] = (dk,)
         linear(p + "attn.o_proj", m.n_heads * dk, d)
         norm(p + "ffn_norm")
-        for name, n_in, n_out in ([("fc_in", d, h), ("fc_out", h, d)] if m.ffn == "gelu" else
+        for name, n_in, n_out in ([("fc_in", d, h), ("fc_out", h, d)] if m.ffn != "swiglu" else
                                   [("gate_proj", d, h), ("up_proj", d, h), ("down_proj", h, d)]):
             linear(p + "ffn." + name, n_in, n_out)
     norm("final_norm")
@@ -218,12 +220,32 @@ def norm(x, W, name, m):
     return y + W.take(name + ".bias") if m.bias else y
 
 
+def pair_frequency(i, dk, rope):
+    """Angle per position of pair i (one pair at a time, from the published formulas)."""
+    base, s = rope.theta, rope.factor
+    if rope.scaling == "ntk":  # NTK-aware: a larger base
+        return (base * s ** (dk / (dk - 2))) ** (-2.0 * i / dk)
+    f = base ** (-2.0 * i / dk)
+    if rope.scaling != "yarn":
+        return f
+    # YaRN: the pair index that turns r times over the original length, a ramp between beta_fast and beta_slow
+    turning = lambda r: dk * math.log(rope.original_max_seq_len / (r * 2 * math.pi)) / (2 * math.log(base))
+    low = max(math.floor(turning(rope.beta_fast)), 0)
+    high = min(math.ceil(turning(rope.beta_slow)), dk - 1)
+    if low == high:
+        high += 0.001
+    ramp = min(max((i - low) / (high - low), 0.0), 1.0)
+    return f * (1 - ramp) + (f / s) * ramp
+
+
 def rope_tables(positions, dk, rope):
-    """cos, sin (B,1,T,dk/2): pair i of a token at position p turns by p' * theta^(-2i/dk)."""
-    inv_freq = rope.theta ** (-2.0 * torch.arange(dk // 2, dtype=torch.float64) / dk)
+    """cos, sin (B,1,T,dk/2): pair i of a token at position p turns by p' * pair_frequency(i); yarn also
+    scales both by its temperature factor 0.1 ln(s) + 1."""
+    inv_freq = torch.tensor([pair_frequency(i, dk, rope) for i in range(dk // 2)], dtype=torch.float64)
     pos = positions.double() / (rope.factor if rope.scaling == "linear" else 1.0)
     angles = pos[:, None, :, None] * inv_freq
-    return angles.cos(), angles.sin()
+    scale = 0.1 * math.log(rope.factor) + 1.0 if rope.scaling == "yarn" and rope.factor > 1 else 1.0
+    return angles.cos() * scale, angles.sin() * scale
 
 
 def rotate(x, tables, pairing):
@@ -272,6 +294,8 @@ def feed_forward(x, W, p, m):
     if m.ffn == "gelu":  # exact (erf) GELU
         h = linear(x, W, p + "fc_in", m.bias)
         return linear(0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0))), W, p + "fc_out", m.bias)
+    if m.ffn == "relu":
+        return linear(linear(x, W, p + "fc_in", m.bias).clamp_min(0.0), W, p + "fc_out", m.bias)
     gate = linear(x, W, p + "gate_proj", m.bias)
     hidden = gate * torch.sigmoid(gate) * linear(x, W, p + "up_proj", m.bias)  # silu(gate) * up
     return linear(hidden, W, p + "down_proj", m.bias)

@@ -95,21 +95,22 @@ def rope_scaling(causal, seeds, out, lengths=(4, 8, 16, 32), factor=4):
         print(f"| {scaling} | " + " | ".join(stats(table[scaling][n]) for n in lengths) + " |")
 
 
-def difficulty(causal, seeds, out, lengths=(4, 8, 16, 32), distractors=(0, 1, 3, 7), depths=(0, 0.5, 1)):
+def difficulty(causal, seeds, out, lengths=(4, 8, 16, 32), distractors=(0, 1, 3, 7), depths=(0, 0.5, 1),
+               config="configs/retrieval.json", prefix="full", trained="4 records"):
     cells = {}
     for seed in seeds:
-        run_dir = out / f"full-s{seed}"
-        train(causal, "configs/retrieval.json", run_dir, [f"seed={seed}"])
+        run_dir = out / f"{prefix}-s{seed}"
+        train(causal, config, run_dir, [f"seed={seed}"])
         run(causal, ["eval", "--run", str(run_dir), "--difficulty", "--set", f"model.max_seq_len={max(lengths) + 1}",
                      "--lengths", ",".join(map(str, lengths)), "--distractors", ",".join(map(str, distractors)),
                      "--depths", ",".join(map(str, depths)), "--rows", "256"])
         grid = newest_eval(run_dir, "difficulty")
         for c in grid["cells"]:
             cells.setdefault((c["length"], c["distractors"]), {}).setdefault(c["evidence"], []).append(c["accuracy"])
-    print(f"\n### Difficulty grid (configs/retrieval.json, trained on 4 records; 256 rows per cell; seeds {seeds})\n")
+    print(f"\n### Difficulty grid ({config}, trained on {trained}; 256 rows per cell; seeds {seeds})\n")
     for length in lengths:
         evidence = sorted({e for (l, _), by_e in cells.items() if l == length for e in by_e})
-        print(f"\nlength {length} records{' (trained)' if length == 4 else ' (longer than trained)'}\n")
+        print(f"\nlength {length} records\n")
         print("| distractors | " + " | ".join(f"evidence {e}" for e in evidence) + " |")
         print("| --- |" + " --- |" * len(evidence))
         for d in distractors:
@@ -129,7 +130,11 @@ def main():
     seeds = [int(s) for s in args.seeds.split(",")]
     out = pathlib.Path(args.out)
     studies = {"query-only": query_only, "position": position, "rope-scaling": rope_scaling,
-               "difficulty": difficulty}
+               "difficulty": difficulty,
+               # The same grid for the RoPE model of the scaling study (40 keys: up to 15 distractors).
+               "difficulty-rope": lambda c, s, o: difficulty(
+                   c, s, o, distractors=(0, 1, 3, 7, 15), config="configs/retrieval-rope-scaling.json",
+                   prefix="rope", trained="4..8 records")}
     for name in args.only.split(","):
         studies[name](args.causal, seeds, out)
 

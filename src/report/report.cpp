@@ -468,6 +468,18 @@ std::string controls_section(const RunHistory& h) {
         source = "the latest eval row (step " + show_at(*it, "step") + "): the run has not finished";
         break;
       }
+      // Periodic rows score the validation split (val_*): shown under the control names, labelled.
+      if (it->contains("val_accuracy")) {
+        figures = json::object();
+        for (const auto& [key, value] : it->items()) {
+          if (key.rfind("val_", 0) != 0) continue;
+          const std::string bare = key.substr(4);
+          figures[bare == "loss" || bare == "accuracy" ? "test_" + bare : bare] = value;
+        }
+        source = "the latest eval row (step " + show_at(*it, "step") +
+                 ") on the validation split: the run has not finished";
+        break;
+      }
     }
   }
   if (figures.is_null())

@@ -132,7 +132,8 @@ CATCH_TEST_CASE("retrieval query-only rows hold the query record of the same exa
     CATCH_CHECK(b->values.eq(cfg.value_count).all().item<bool>());
   }
   // The cut rows are the same inputs for every answer: nothing but the key to learn from.
-  CATCH_CHECK(only.train.keys.unique().numel() == cfg.key_count);
+  const auto cut_rows = signatures(only.train);
+  CATCH_CHECK(static_cast<int64_t>(cut_rows.size()) == cfg.key_count);
 }
 
 // Asking for more examples than exist fails with a clear error instead of looping or repeating rows.

@@ -85,7 +85,17 @@ CATCH_TEST_CASE("reference: an independent PyTorch model reproduces causal's log
        R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
            "n_heads": 4, "n_kv_heads": 2, "ffn": "swiglu", "norm": "rmsnorm", "position": "rope",
            "rope": {"pairing": "halves"}, "max_seq_len": 8, "bias": false, "qk_norm": true,
-           "tie_embeddings": true, "init_std": 0.2})"}};
+           "tie_embeddings": true, "init_std": 0.2})"},
+      // Evaluation-time RoPE scaling against the reference's own per-pair formulas: yarn with a partial
+      // ramp (original length 64: pairs keep 1, .5, 0, 0 of their frequency) and its temperature, ntk.
+      {"relu-layernorm-rope-yarn",
+       R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
+           "n_heads": 4, "ffn": "relu", "norm": "layernorm", "position": "rope", "max_seq_len": 8,
+           "rope": {"scaling": "yarn", "factor": 4, "original_max_seq_len": 64}, "init_std": 0.2})"},
+      {"relu-rmsnorm-rope-ntk",
+       R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
+           "n_heads": 4, "ffn": "relu", "norm": "rmsnorm", "position": "rope", "max_seq_len": 8,
+           "rope": {"scaling": "ntk", "factor": 8, "pairing": "halves"}, "init_std": 0.2})"}};
   for (const auto& [name, json] : models) {
     CATCH_INFO(name);
     const Comparison result = compare_with_reference(model_config(json), root / name);

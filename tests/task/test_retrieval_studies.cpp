@@ -107,7 +107,8 @@ CATCH_TEST_CASE("difficulty scoring gives each cell the accuracy its oracle must
   const auto cells = generate_difficulty_grid(data, small_spec(), 9, {});
   const auto score = [&](const AnswerPredictor& predict) {
     std::map<std::vector<int64_t>, double> out;
-    for (const auto& c : score_difficulty_grid(cells, predict)["cells"]) {
+    const nlohmann::json scored = score_difficulty_grid(cells, predict);
+    for (const auto& c : scored["cells"]) {
       out[{c["length"].get<int64_t>(), c["distractors"].get<int64_t>(), c["evidence"].get<int64_t>()}] =
           c["accuracy"].get<double>();
       CATCH_CHECK(c["count"].get<int64_t>() == 40);
