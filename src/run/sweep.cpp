@@ -282,16 +282,15 @@ SweepOutcome run_sweep(const SweepSpec& spec, const std::vector<SweepPoint>& poi
           " threads, log " + p.log + ")");
     }
     if (running.empty()) break;
+    // Each point's own pid, never -1: a library or test may have children of its own to reap.
     int status = 0;
-    const pid_t done = ::waitpid(-1, &status, WNOHANG);
-    if (done <= 0) {
+    auto it = running.begin();
+    while (it != running.end() && ::waitpid(it->pid, &status, WNOHANG) != it->pid) ++it;
+    if (it == running.end()) {
       // Polled rather than blocking, so a signal that lands just before the wait is forwarded at once.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
-    auto it =
-        std::find_if(running.begin(), running.end(), [&](const SweepChild& c) { return c.pid == done; });
-    if (it == running.end()) continue;  // not a point (no other children are started here)
     const SweepChild child = *it;
     running.erase(it);
     PointResult& p = outcome.points[child.index];

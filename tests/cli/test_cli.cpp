@@ -97,7 +97,7 @@ CATCH_TEST_CASE("train writes a run folder and never overwrites it", "[unit][cli
 CATCH_TEST_CASE("the help of every command points only at docs that exist", "[unit][cli]") {
   const std::regex doc(R"(docs/[a-z-]+\.md)");
   for (const char* command : {"", "train", "inspect", "eval", "generate", "report", "data", "data encode",
-                              "data inspect", "bench"}) {
+                              "data inspect", "bench", "sweep"}) {
     const Result r = run_causal(std::string(command) + " --help");
     CATCH_INFO("causal " << command << " --help");
     CATCH_CHECK(r.code == 0);

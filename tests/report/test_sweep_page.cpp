@@ -49,8 +49,9 @@ std::vector<std::string> csv_fields(const std::string& line) {
 
 }  // namespace
 
-CATCH_TEST_CASE("sweep from a sweep file: summaries equal the points' results; the page renders in Chromium",
-                "[e2e][sweep][report]") {
+CATCH_TEST_CASE(
+    "sweep from a sweep file: summaries equal the points' results and the page renders in Chromium",
+    "[e2e][sweep][report]") {
   testing::ScratchDir dir("sweep_page");
   fs::create_directories(dir.path / "sweeps");
   const fs::path file = dir.path / "sweeps" / "tiny.json";

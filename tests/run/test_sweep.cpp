@@ -269,7 +269,7 @@ CATCH_TEST_CASE("sweep runs every point once: finished points are skipped, an in
       Catch::Contains("seed=1") && Catch::Contains("train.optimizer.lr"));
 }
 
-CATCH_TEST_CASE("sweep: a failed point is reported with its error and exit code; the others still run",
+CATCH_TEST_CASE("sweep: a failed point is reported with its error and exit code while the others still run",
                 "[e2e][sweep]") {
   testing::ScratchDir dir("sweep_failed");
   const fs::path out = dir.path / "sweep";
@@ -301,10 +301,12 @@ CATCH_TEST_CASE("sweep: SIGINT is forwarded once to the running point, which sto
   // Enough steps that the point is still training when its first metrics row appears and the signal is sent.
   const std::string sweep = std::string(CAUSAL_BINARY) + " sweep --config " + kSweepBase +
                             " --grid seed=1,2 --set train.steps=20000 --set train.log_every=1 --set "
-                            "train.checkpoint_every=100000 --out " + out.string();
+                            "train.checkpoint_every=100000 --out " +
+                            out.string();
   const fs::path metrics = out / "seed=1" / "metrics.jsonl";
-  const std::string script = "cd " + dir.path.string() + " && (" + sweep + " >sweep.out 2>sweep.err & pid=$!; " +
-                             "for i in $(seq 1 600); do [ -s " + metrics.string() +
+  const std::string script = "cd " + dir.path.string() + " && (" + sweep +
+                             " >sweep.out 2>sweep.err & pid=$!; " + "for i in $(seq 1 600); do [ -s " +
+                             metrics.string() +
                              " ] && break; sleep 0.05; done; kill -INT $pid; wait $pid; echo $? >rc)";
   CATCH_REQUIRE(std::system(("bash -c '" + script + "'").c_str()) == 0);
   CATCH_INFO(slurp(dir.path / "sweep.out") << slurp(dir.path / "sweep.err"));
