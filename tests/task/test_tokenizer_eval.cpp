@@ -57,6 +57,7 @@ CATCH_TEST_CASE("bits per byte equals loss/ln2 x tokens/bytes by hand for a BPE 
   m.d_model = 32;
   m.n_layers = 1;
   m.n_heads = 4;
+  m.n_kv_heads = 4;
   m.ffn_hidden = 64;
   m.max_seq_len = 64;
   torch::manual_seed(3);
