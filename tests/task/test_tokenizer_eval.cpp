@@ -38,7 +38,7 @@ CATCH_TEST_CASE("bits per byte equals loss/ln2 x tokens/bytes by hand for a BPE 
   std::ofstream(dir / "in.txt", std::ios::binary) << text;
   TokenizerTrainOptions t;
   t.inputs = {(dir / "in.txt").string()};
-  t.vocab_size = 280;
+  t.vocab_size = 320;
   t.out = (dir / "bpe.model").string();
   t.threads = 1;
   train_tokenizer(t);
@@ -52,11 +52,12 @@ CATCH_TEST_CASE("bits per byte equals loss/ln2 x tokens/bytes by hand for a BPE 
   CATCH_REQUIRE(file.num_documents() == 12);
 
   ModelConfig m;
-  m.inputs = {InputField{"token", 280}};
-  m.output_vocab = 280;
+  m.inputs = {InputField{"token", 320}};
+  m.output_vocab = 320;
   m.d_model = 32;
   m.n_layers = 1;
   m.n_heads = 4;
+  m.n_kv_heads = 4;
   m.ffn_hidden = 64;
   m.max_seq_len = 64;
   torch::manual_seed(3);
