@@ -173,10 +173,10 @@ CATCH_TEST_CASE("bad input: token file with another format version or a header t
   const fs::path config = text_config(dir);
   const std::string good = slurp(dir / "train.tok");
   std::string version = good, size = good;
-  version[8] = 2;     // the u32 format version at byte 8
+  version[8] = 99;    // the u32 format version at byte 8
   size[24] = '\x7f';  // the u64 token count at byte 24: more tokens than the file holds
-  check_train_refused(config, "--set data.train=" + write_file(dir, "v2.tok", version).string(), 3,
-                      {"v2.tok", "format version 2"});
+  check_train_refused(config, "--set data.train=" + write_file(dir, "v99.tok", version).string(), 3,
+                      {"v99.tok", "format version 99"});
   check_train_refused(config, "--set data.train=" + write_file(dir, "size.tok", size).string(), 3,
                       {"size.tok", "truncated or corrupt"});
   fs::remove_all(dir);
