@@ -188,12 +188,13 @@ CATCH_TEST_CASE("bad input: resume after the data changed (fingerprint) or its t
   check_refused(train + " --set train.steps=4", 4, {"cannot continue", "training data train_sha256"});
   CATCH_CHECK(hash_tree(run) == before);
 
+  // The same ids recorded as imported tokens (another trainer's ids, no tokenizer model).
   causal::TokenizerInfo other = causal::ByteTokenizer().info();
-  other.name = "bytes-v2";
+  other.name = causal::kImportedTokenizer;
   causal::write_token_file((dir / "train.tok").string(), other, {256, 97, 98, 257, 256, 99, 257}, {0, 4});
   causal::write_token_file((dir / "val.tok").string(), other, {256, 97, 257}, {0});
   check_refused(train + " --set train.steps=4", 4,
-                {"training data tokenizer: checkpoint \"bytes\", now \"bytes-v2\""});
+                {"training data tokenizer: checkpoint \"bytes\", now \"imported\""});
   CATCH_CHECK(hash_tree(run) == before);
   fs::remove_all(dir);
 }
