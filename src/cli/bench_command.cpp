@@ -1,12 +1,15 @@
 // `causal bench`: a config's training step, timed; see docs/bench.md.
 #include <CLI/CLI.hpp>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "config/config_io.h"
 #include "core/errors.h"
+#include "core/runtime.h"
 #include "run/bench.h"
+#include "train/throughput.h"
 
 namespace causal::cli {
 namespace {
@@ -16,9 +19,20 @@ struct BenchFlags {
   std::vector<std::string> overrides;
   BenchOptions options;
   bool json = false;
+  bool matmul_peak = false;
 };
 
 int run_bench_command(const BenchFlags& flags) {
+  if (flags.matmul_peak) {
+    // On the config's device when one is given, else the CPU.
+    const c10::Device device = flags.config.empty()
+                                   ? c10::Device(c10::kCPU)
+                                   : resolve_device(load_config(flags.config, flags.overrides).device);
+    std::cout << std::fixed << std::setprecision(1) << measure_matmul_peak(device) / 1e9 << "\n"
+              << std::flush;
+    return kExitOk;
+  }
+  if (flags.config.empty()) throw UsageError("bench: --config is required (or --matmul-peak alone)");
   const RunConfig config = load_config(flags.config, flags.overrides);
   const BenchResult result = run_bench(config, flags.options);
   std::cout << (flags.json ? result.to_json().dump() + "\n" : format_bench(result, config)) << std::flush;
@@ -35,7 +49,7 @@ Command add_bench_command(CLI::App& app) {
       "median ms/step, tokens/s, forward/backward/optimizer ms, achieved GFLOP/s and MFU against a matmul "
       "peak "
       "measured in this process, peak memory. See docs/bench.md.");
-  bench->add_option("--config", flags->config, "Config file (docs/config.md)")->required();
+  bench->add_option("--config", flags->config, "Config file (docs/config.md); required unless --matmul-peak");
   bench->add_option("--set", flags->overrides, kSetHelp);
   bench->add_option("--steps", flags->options.steps, "Timed steps")
       ->capture_default_str()
@@ -47,6 +61,10 @@ Command add_bench_command(CLI::App& app) {
       "--json", flags->json,
       "Print one JSON object with exactly the keys tokens_per_s, ms_per_step, forward_ms, backward_ms, "
       "optimizer_ms, achieved_gflops, matmul_peak_gflops, mfu, peak_rss_mib, threads");
+  bench->add_flag("--matmul-peak", flags->matmul_peak,
+                  "Print only the measured matmul peak in GFLOP/s (on the config's device, else the CPU) and "
+                  "exit; export it as CAUSAL_MATMUL_PEAK_GFLOPS to spare runs started together the "
+                  "measurement (docs/bench.md)");
   return {bench, [flags] { return run_bench_command(*flags); }};
 }
 

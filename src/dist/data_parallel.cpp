@@ -5,10 +5,10 @@
 #include <ATen/core/grad_mode.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "core/errors.h"
 #include "core/scoped_timer.h"
-#include "dist/gradient_buckets.h"
 
 namespace causal {
 
@@ -19,28 +19,39 @@ std::vector<int64_t> DataParallel::sum_counts(int64_t valid_tokens, int64_t inpu
   return {counts[0][0].item<int64_t>(), counts[0][1].item<int64_t>()};
 }
 
+DataParallel::~DataParallel() = default;
+
+void DataParallel::attach(std::vector<at::Tensor> parameters) {
+  reducer_ = std::make_unique<GradientReducer>(group_, std::move(parameters), bucket_bytes_);
+}
+
+void DataParallel::before_last_backward() {
+  if (reducer_) reducer_->arm();
+}
+
+size_t DataParallel::bucket_count() const { return reducer_ ? reducer_->bucket_count() : 0; }
+
 bool DataParallel::all_finite(const std::vector<at::Tensor>& gradients) {
   for (const at::Tensor& g : gradients)
     if (!at::isfinite(g).all().item<bool>()) return false;
   return true;
 }
 
-GradientSumResult DataParallel::sum_gradients(std::vector<at::Tensor> gradients, double loss,
-                                              bool local_finite, const std::string& local_cause,
-                                              int64_t step) {
+GradientSumResult DataParallel::sum_gradients(double loss, bool local_finite, const std::string& local_cause,
+                                              int64_t step, bool edited_after_backward) {
+  if (!reducer_) throw std::logic_error("DataParallel::sum_gradients before attach()");
   ScopedTimer timer(seconds_);
   // Published before the collective, so it is in the store by the time any rank learns it must read it.
   if (!local_finite)
     group_.publish("nonfinite/" + std::to_string(step) + "/" + std::to_string(rank()), local_cause);
-  GradientBuckets buckets(std::move(gradients), bucket_bytes_);
-  // The loss share and one "non-finite here" flag per rank travel in a bucket of their own.
+  // The loss share and one "non-finite here" flag per rank travel in a bucket of their own, after the
+  // gradient buckets (every rank issues collectives in the same order).
+  reducer_->finish(edited_after_backward, "gradient all-reduce");
   at::Tensor stats = at::zeros({1 + world_size()}, at::kDouble);
   stats[0].fill_(loss);
   if (!local_finite) stats[1 + rank()].fill_(1.0);
-  std::vector<at::Tensor> all = buckets.buckets();
-  all.push_back(stats);
-  group_.all_reduce_sum(all, "gradient all-reduce");
-  buckets.unpack();
+  std::vector<at::Tensor> all = {stats};
+  group_.all_reduce_sum(all, "loss all-reduce");
 
   GradientSumResult result;
   result.loss = stats[0].item<double>();

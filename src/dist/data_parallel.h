@@ -6,9 +6,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "dist/gradient_reducer.h"
 #include "dist/process_group.h"
 
 namespace causal {
@@ -22,6 +24,7 @@ struct GradientSumResult {
 class DataParallel {
  public:
   DataParallel(ProcessGroup& group, int64_t bucket_bytes) : group_(group), bucket_bytes_(bucket_bytes) {}
+  ~DataParallel();
 
   int64_t rank() const { return group_.rank(); }
   int64_t world_size() const { return group_.world_size(); }
@@ -31,11 +34,18 @@ class DataParallel {
   // {valid tokens, input tokens} of one step summed over ranks (the loss denominator is global).
   std::vector<int64_t> sum_counts(int64_t valid_tokens, int64_t input_tokens);
 
-  // Sums `gradients` (each rank's share, already divided by the global valid-token count) and the loss
-  // share over ranks, in flat buckets. `local_cause` is this rank's diagnosis when its loss or gradients
-  // are non-finite ("" when finite); it is shared so every rank names the same culprit. `step` keys it.
-  GradientSumResult sum_gradients(std::vector<at::Tensor> gradients, double loss, bool local_finite,
-                                  const std::string& local_cause, int64_t step);
+  // The model's parameters, whose gradients every step sums (hooks on them overlap it with backward).
+  void attach(std::vector<at::Tensor> parameters);
+  // Called just before the step's last backward pass: its gradients start their all-reduce as they come.
+  void before_last_backward();
+  // Finishes the sum of the gradients (each rank's share, already divided by the global valid-token
+  // count) and sums the loss share over ranks. `local_cause` is this rank's diagnosis when its loss or
+  // gradients are non-finite ("" when finite); it is shared so every rank names the same culprit.
+  // `step` keys it. `edited_after_backward`: the gradients changed after backward (an injected fault),
+  // so they are packed again.
+  GradientSumResult sum_gradients(double loss, bool local_finite, const std::string& local_cause,
+                                  int64_t step, bool edited_after_backward);
+  size_t bucket_count() const;
   // Whether `gradients` are all finite, checked on this rank alone (before the sum).
   static bool all_finite(const std::vector<at::Tensor>& gradients);
 
@@ -45,12 +55,14 @@ class DataParallel {
   // The largest `value` over ranks, on every rank (a stop request reaching one rank stops all together).
   int64_t max_over_ranks(int64_t value);
 
-  // Seconds spent in collectives since the last call (metrics: "allreduce_s").
+  // Seconds spent waiting on collectives since the last call (metrics: "allreduce_s"); an all-reduce
+  // that ran while backward computed costs nothing here.
   double take_seconds();
 
  private:
   ProcessGroup& group_;
   int64_t bucket_bytes_;
+  std::unique_ptr<GradientReducer> reducer_;
   double seconds_ = 0.0;
 };
 

@@ -17,6 +17,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/stop_signals.h"
+
 extern char** environ;
 
 namespace causal {
@@ -29,30 +31,6 @@ void on_signal(int signal) {
   g_signal = signal;
   g_signal_count = g_signal_count + 1;
 }
-
-// Handlers for the launcher's lifetime; the workers, in process groups of their own, never see the
-// terminal's Ctrl-C directly, so each receives every signal exactly once (from here).
-class SignalForwarding {
- public:
-  SignalForwarding() {
-    struct sigaction action {};
-    action.sa_handler = on_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = 0;  // no SA_RESTART: poll() returns at once
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~SignalForwarding() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  SignalForwarding(const SignalForwarding&) = delete;
-  SignalForwarding& operator=(const SignalForwarding&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
 
 // One worker's console stream: bytes in, "[rank R] line" out.
 struct Stream {
@@ -226,7 +204,9 @@ int launch_local(const LocalLaunchOptions& options) {
   using Clock = std::chrono::steady_clock;
   const std::string exe = executable_path();
   const int port = free_loopback_port();
-  SignalForwarding forwarding;
+  // The workers, in process groups of their own, never see the terminal's Ctrl-C directly, so each
+  // receives every signal exactly once (from here).
+  StopSignalScope forwarding(on_signal);
   std::vector<Worker> workers;
   for (int64_t rank = 0; rank < options.nproc; ++rank)
     workers.push_back(start_worker(rank, options, port, exe));

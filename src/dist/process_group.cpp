@@ -35,6 +35,7 @@ struct ProcessGroup::Impl {
   c10::intrusive_ptr<::c10d::Store> store;
   c10::intrusive_ptr<c10d_compat::Backend> backend;
   const char* name = "gloo";
+  std::vector<c10::intrusive_ptr<::c10d::Work>> started;  // by start_all_reduce_sum, not yet waited on
 };
 
 ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device,
@@ -102,6 +103,27 @@ void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors, const std::s
       work.push_back(impl_->backend->allreduce(one, options));
     }
     for (auto& w : work) w->wait(to_ms(timeout_s_));
+  } catch (const std::exception& e) {
+    fail(env_, what, e, timeout_s_);
+  }
+}
+
+void ProcessGroup::start_all_reduce_sum(at::Tensor& tensor, const std::string& what) {
+  try {
+    std::vector<at::Tensor> one = {tensor};
+    ::c10d::AllreduceOptions options;
+    options.reduceOp = ::c10d::ReduceOp::SUM;
+    impl_->started.push_back(impl_->backend->allreduce(one, options));
+  } catch (const std::exception& e) {
+    fail(env_, what, e, timeout_s_);
+  }
+}
+
+void ProcessGroup::wait_started(const std::string& what) {
+  std::vector<c10::intrusive_ptr<::c10d::Work>> started;
+  started.swap(impl_->started);
+  try {
+    for (auto& w : started) w->wait(to_ms(timeout_s_));
   } catch (const std::exception& e) {
     fail(env_, what, e, timeout_s_);
   }

@@ -36,6 +36,10 @@ class ProcessGroup {
   void all_reduce_sum(std::vector<at::Tensor>& tensors, const std::string& what);
   void all_reduce_max(at::Tensor& tensor, const std::string& what);
   void broadcast(std::vector<at::Tensor>& tensors, int64_t root, const std::string& what);
+  // A sum all-reduce of `tensor` in place that runs on c10d's threads while the caller goes on;
+  // `wait_started` blocks until every one started so far is done. `what` names it in errors.
+  void start_all_reduce_sum(at::Tensor& tensor, const std::string& what);
+  void wait_started(const std::string& what);
   // Small strings shared through the store (the run folder, a rank's error): set once, read by others.
   void publish(const std::string& key, const std::string& value);
   std::string fetch(const std::string& key);

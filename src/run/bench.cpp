@@ -1,4 +1,5 @@
-// The benchmark loop: the trainer's step without its bookkeeping, each phase timed separately.
+// The benchmark loop: the trainer's own forward/backward (accumulate_gradients), clipping and AdamW step,
+// without its bookkeeping, each phase timed separately.
 #include "run/bench.h"
 
 #include <torch/torch.h>
@@ -11,9 +12,7 @@
 #include "core/runtime.h"
 #include "model/cost_model.h"
 #include "model/transformer.h"
-#include "task/objective.h"
 #include "task/task.h"
-#include "train/diagnostics.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/throughput.h"
@@ -79,23 +78,11 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
     std::vector<Batch> micro_batches;
     for (int64_t i = 0; i < config.train.grad_accum; ++i)
       micro_batches.push_back(task->training_batches().next().to(device));
-    int64_t valid = 0;
-    for (const Batch& b : micro_batches) {
-      valid += b.valid_tokens();
-      t.tokens += b.labels.numel();
-    }
-    const double denominator = static_cast<double>(std::max<int64_t>(valid, 1));
-    model->zero_grad(/*set_to_none=*/true);
-    for (const Batch& b : micro_batches) {
-      auto phase = Clock::now();
-      const at::Tensor loss = loss_sum(model->forward(model_inputs(b)).logits, b.labels) / denominator;
-      synchronize(device);
-      t.forward += ms_since(phase);
-      phase = Clock::now();
-      loss.backward();
-      synchronize(device);
-      t.backward += ms_since(phase);
-    }
+    PhaseTimes phases{device};
+    t.tokens = accumulate_gradients(model, micro_batches, /*collect_diagnostics=*/false, "", nullptr, &phases)
+                   .input_tokens;
+    t.forward = phases.forward_ms;
+    t.backward = phases.backward_ms;
     const auto phase = Clock::now();
     clip_gradients(*model, config.train.grad_clip);
     optimizer->step();

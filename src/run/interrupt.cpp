@@ -10,7 +10,6 @@ namespace causal {
 namespace {
 
 std::atomic<int> g_pending{0};
-struct sigaction g_previous_int, g_previous_term;
 
 void on_signal(int signal) {
   int none = 0;
@@ -23,21 +22,15 @@ void on_signal(int signal) {
   _exit(128 + signal);
 }
 
+// Clears the pending signal before the handler is installed, so none that arrives after is lost.
+SignalHandler cleared_handler() {
+  g_pending = 0;
+  return on_signal;
+}
+
 }  // namespace
 
-InterruptGuard::InterruptGuard() {
-  g_pending = 0;
-  struct sigaction action {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &g_previous_int);
-  sigaction(SIGTERM, &action, &g_previous_term);
-}
-
-InterruptGuard::~InterruptGuard() {
-  sigaction(SIGINT, &g_previous_int, nullptr);
-  sigaction(SIGTERM, &g_previous_term, nullptr);
-}
+InterruptGuard::InterruptGuard() : handlers_(cleared_handler()) {}
 
 int InterruptGuard::pending() const { return g_pending.load(); }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/errors.h"
+#include "core/stop_signals.h"
 
 namespace causal {
 
@@ -10,11 +11,13 @@ namespace causal {
 class InterruptGuard {
  public:
   InterruptGuard();
-  ~InterruptGuard();
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 
   int pending() const;  // the signal received (SIGINT or SIGTERM), 0 if none
+
+ private:
+  StopSignalScope handlers_;
 };
 
 }  // namespace causal

@@ -22,7 +22,10 @@
 #include "checkpoint/checkpoint.h"
 #include "config/config_io.h"
 #include "core/errors.h"
+#include "core/runtime.h"
+#include "core/stop_signals.h"
 #include "io/atomic_file.h"
+#include "train/throughput.h"
 
 namespace causal {
 namespace fs = std::filesystem;
@@ -39,29 +42,6 @@ void on_sweep_signal(int signal) {
   g_last_signal = signal;
   ++g_signals;
 }
-
-class SignalForwarding {
- public:
-  SignalForwarding() {
-    g_signals = 0;
-    g_last_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = on_sweep_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_int_);
-    sigaction(SIGTERM, &action, &previous_term_);
-  }
-  ~SignalForwarding() {
-    sigaction(SIGINT, &previous_int_, nullptr);
-    sigaction(SIGTERM, &previous_term_, nullptr);
-  }
-  SignalForwarding(const SignalForwarding&) = delete;
-  SignalForwarding& operator=(const SignalForwarding&) = delete;
-
- private:
-  struct sigaction previous_int_ {};
-  struct sigaction previous_term_ {};
-};
 
 // Held for the whole sweep: two sweeps in one folder would train the same points twice.
 class SweepLock {
@@ -253,8 +233,22 @@ SweepOutcome run_sweep(const SweepSpec& spec, const std::vector<SweepPoint>& poi
     if (outcome.points[i].state == PointState::kSkipped) say(numbered(i) + ": finished earlier, skipped");
   }
   if (observer) observer(outcome.points);
+  // Points measuring the matmul peak together would each see the others' load: it is measured once, here.
+  const auto first_to_run =
+      std::find_if(outcome.points.begin(), outcome.points.end(),
+                   [](const PointResult& p) { return p.state != PointState::kSkipped; });
+  if (first_to_run != outcome.points.end()) {
+    const size_t i = static_cast<size_t>(first_to_run - outcome.points.begin());
+    const MatmulPeak peak = matmul_peak(resolve_device(configs[i].device));
+    const std::string gflops = std::to_string(peak.flops / 1e9);
+    ::setenv(kMatmulPeakVariable, gflops.c_str(), 1);
+    say("matmul peak " + gflops.substr(0, gflops.find('.') + 2) + " GFLOP/s (" + peak.source +
+        "), passed to every point as " + kMatmulPeakVariable);
+  }
 
-  SignalForwarding forwarding;
+  g_signals = 0;
+  g_last_signal = 0;
+  StopSignalScope forwarding(on_sweep_signal);
   std::vector<SweepChild> running;
   size_t next = 0;
   int forwarded = 0;

@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The memory split and cost figures (docs/background.md), once at start-up.
-void log_cost_plan(spdlog::logger& log, const InspectReport& r, double peak_flops) {
+void log_cost_plan(spdlog::logger& log, const InspectReport& r, const MatmulPeak& peak) {
   constexpr double kMiB = 1024.0 * 1024.0;
   log.info(
       "memory: parameters {:.2f} MiB, gradients {:.2f} MiB, AdamW state {:.2f} MiB, activations ~{:.1f} MiB "
@@ -42,9 +42,10 @@ void log_cost_plan(spdlog::logger& log, const InspectReport& r, double peak_flop
       kv_cache_bytes(1, r.model.n_layers, r.model.max_seq_len, r.model.n_kv_heads, r.model.head_dim(), 4) /
           kMiB);
   log.info(
-      "cost: {:.3g} training FLOPs per token (6N + causal attention); matmul peak measured here {:.1f} "
-      "GFLOP/s; compute-optimal data ~{} tokens (20 per parameter)",
-      static_cast<double>(r.flops.training_causal), peak_flops / 1e9, r.scaling.compute_optimal_tokens);
+      "cost: {:.3g} training FLOPs per token (6N + causal attention); matmul peak {:.1f} GFLOP/s ({}); "
+      "compute-optimal data ~{} tokens (20 per parameter)",
+      static_cast<double>(r.flops.training_causal), peak.flops / 1e9, peak.source,
+      r.scaling.compute_optimal_tokens);
 }
 
 // A checkpoint written by another number of ranks continues the same global batch sequence (every rank
@@ -209,6 +210,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     }
   }
   if (!leader && from && from->state.step >= steps) return {"", from->dir.string(), 0, true, {}};
+  const MatmulPeak peak =
+      leader ? matmul_peak(device) : MatmulPeak{};  // a bad inherited value: before any write
   if (leader && !folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
   if (from && !plan.continue_in.empty()) {
     const std::vector<std::string> set_aside =
@@ -244,12 +247,11 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
              count_parameters(*model), task->describe(), device.str(), threads);
   }
-  const double peak_flops = leader ? measure_matmul_peak(device) : 0.0;
-  log_cost_plan(log, cost, peak_flops);
+  log_cost_plan(log, cost, peak);
 
   ShardedBatches shard(task->training_batches(), ranks.rank(), ranks.world_size());
   Trainer trainer(config, model, ranks.distributed() ? shard : task->training_batches(), output, device);
-  trainer.set_flops(static_cast<double>(cost.flops.training_causal), peak_flops);
+  trainer.set_flops(static_cast<double>(cost.flops.training_causal), peak.flops);
   trainer.set_data_parallel(ranks.parallel());
   const FaultInjection fault =
       request.inject_fault.empty() ? FaultInjection{} : FaultInjection::parse(request.inject_fault);
@@ -288,9 +290,11 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     for (const at::Tensor& b : model->buffers()) tensors.push_back(b);
     ranks.parallel()->broadcast_and_verify(tensors, "model weights");
     ranks.parallel()->take_seconds();  // set-up, not the first step's all-reduce
-    log.info("data-parallel: rank {} of {} ({}), {} rows of each micro-batch of {}", ranks.rank(),
-             ranks.world_size(), ranks.backend(), config.train.batch_size / ranks.world_size(),
-             config.train.batch_size);
+    log.info(
+        "data-parallel: rank {} of {} ({}), {} rows of each micro-batch of {}, {} gradient buckets "
+        "(dist.bucket_mb {}) all-reduced as backward completes them",
+        ranks.rank(), ranks.world_size(), ranks.backend(), config.train.batch_size / ranks.world_size(),
+        config.train.batch_size, ranks.parallel()->bucket_count(), config.dist.bucket_mb);
   }
 
   auto training_state = [&](const TrainProgress& progress) {

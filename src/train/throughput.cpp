@@ -8,11 +8,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "core/errors.h"
 #include "core/runtime.h"
 
 namespace causal {
@@ -63,6 +66,18 @@ double measure_matmul_peak(const c10::Device& device) {
   const auto known = peaks.find(device.str());
   if (known != peaks.end()) return known->second;
   return peaks[device.str()] = measure_once(device);
+}
+
+MatmulPeak matmul_peak(const c10::Device& device) {
+  const char* inherited = std::getenv(kMatmulPeakVariable);
+  if (inherited == nullptr || *inherited == '\0') return {measure_matmul_peak(device), "measured here"};
+  char* end = nullptr;
+  const double gflops = std::strtod(inherited, &end);
+  if (*end != '\0' || !std::isfinite(gflops) || gflops <= 0) {
+    throw UsageError(std::string(kMatmulPeakVariable) + "=" + inherited +
+                     ": expected a positive number of GFLOP/s (as printed by `causal bench --matmul-peak`)");
+  }
+  return {gflops * 1e9, std::string("from ") + kMatmulPeakVariable};
 }
 
 }  // namespace causal

@@ -4,6 +4,8 @@
 
 #include <c10/core/Device.h>
 
+#include <string>
+
 namespace causal {
 
 // FLOP/s of the fastest float32 n x n x n matmul on `device` over n = 512, 768, 1024, 1536, 2048 (2 n^3
@@ -11,6 +13,18 @@ namespace causal {
 // machine would; the run's own thread settings are restored afterwards. Measured once per device and
 // process, then remembered.
 double measure_matmul_peak(const c10::Device& device);
+
+// A parent that starts several runs at once (`causal sweep`, the test suite) measures once and passes
+// the peak down in this variable: runs measuring together would each see the others' load.
+inline constexpr const char* kMatmulPeakVariable = "CAUSAL_MATMUL_PEAK_GFLOPS";
+
+struct MatmulPeak {
+  double flops = 0.0;  // per second
+  std::string source;  // "measured here" or "from CAUSAL_MATMUL_PEAK_GFLOPS"
+};
+// The peak MFU is reported against: kMatmulPeakVariable when set, else measure_matmul_peak(device).
+// Throws UsageError naming the variable when its value is not a positive number of GFLOP/s.
+MatmulPeak matmul_peak(const c10::Device& device);
 
 // Waits for the device's queued work (CUDA); nothing to wait for on the CPU.
 void synchronize(const c10::Device& device);

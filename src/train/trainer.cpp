@@ -17,6 +17,7 @@
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
+#include "train/throughput.h"
 
 namespace causal {
 namespace {
@@ -54,7 +55,17 @@ void check_fault_target(torch::nn::Module& model, const FaultInjection& fault, i
 
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
                                    bool collect_diagnostics, const std::string& poison_sublayer,
-                                   DataParallel* parallel) {
+                                   DataParallel* parallel, PhaseTimes* phases) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point phase_start = Clock::now();
+  // Ends the current phase into `total` (when timed) and starts the next.
+  auto end_phase = [&](double PhaseTimes::*total) {
+    if (phases == nullptr) return;
+    synchronize(phases->device);
+    const Clock::time_point now = Clock::now();
+    phases->*total += std::chrono::duration<double, std::milli>(now - phase_start).count();
+    phase_start = now;
+  };
   StepGradients out;
   for (const Batch& b : micro_batches) {
     out.valid_tokens += b.valid_tokens();
@@ -76,9 +87,13 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
     options.collect_residuals = diagnose;
     options.trace = &trace;
     options.poison_sublayer = poison_sublayer;
+    if (phases != nullptr) phase_start = Clock::now();
     ModelOutput result = model->forward(model_inputs(micro_batches[i]), options);
     at::Tensor loss = loss_sum(result.logits, micro_batches[i].labels) / denominator;
+    end_phase(&PhaseTimes::forward_ms);
+    if (parallel != nullptr && i + 1 == micro_batches.size()) parallel->before_last_backward();
     loss.backward();
+    end_phase(&PhaseTimes::backward_ms);
     const double value = loss.item<double>();
     out.loss += value;
     if (!std::isfinite(value) && out.first_nonfinite_activation.empty()) {
@@ -130,13 +145,15 @@ std::string nonfinite_cause(Transformer& model, const StepGradients& grads) {
 }
 
 // Data-parallel: this rank's diagnosis is made before the sum spreads a bad value to every rank.
-void sum_over_ranks(Transformer& model, DataParallel& parallel, int64_t step_done, StepOutcome& out) {
+void sum_over_ranks(Transformer& model, DataParallel& parallel, int64_t step_done, bool edited_gradients,
+                    StepOutcome& out) {
   std::vector<at::Tensor> gradients;
   for (const auto& p : model->parameters())
     if (p.grad().defined()) gradients.push_back(p.grad());
   const bool finite = std::isfinite(out.grads.loss) && DataParallel::all_finite(gradients);
   const std::string cause = finite ? std::string() : nonfinite_cause(model, out.grads);
-  const GradientSumResult sum = parallel.sum_gradients(gradients, out.grads.loss, finite, cause, step_done);
+  const GradientSumResult sum =
+      parallel.sum_gradients(out.grads.loss, finite, cause, step_done, edited_gradients);
   out.grads.loss = sum.loss;
   if (sum.bad_rank >= 0)
     out.nonfinite_cause = "on rank " + std::to_string(sum.bad_rank) + ": " + sum.bad_cause;
@@ -154,8 +171,9 @@ StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_bat
       inject && fault.kind == FaultInjection::Kind::kActivation ? fault.name : std::string();
   StepOutcome out;
   out.grads = accumulate_gradients(model, micro_batches, log_row, poison, parallel);
-  if (inject && fault.kind == FaultInjection::Kind::kGradient) poison_parameter(*model, fault.name, true);
-  if (parallel != nullptr) sum_over_ranks(model, *parallel, step_done, out);
+  const bool poison_gradient = inject && fault.kind == FaultInjection::Kind::kGradient;
+  if (poison_gradient) poison_parameter(*model, fault.name, true);
+  if (parallel != nullptr) sum_over_ranks(model, *parallel, step_done, poison_gradient, out);
   if (diagnose) {
     ScopedTimer timer(out.grads.diagnostics_seconds);
     out.layer_grad_norms = gradient_norms_by_layer(*model, model->config().n_layers);
@@ -212,6 +230,11 @@ Trainer::Trainer(const RunConfig& config, Transformer model, BatchSource& source
 void Trainer::set_flops(double flops_per_token, double peak_flops) {
   flops_per_token_ = flops_per_token;
   peak_flops_ = peak_flops;
+}
+
+void Trainer::set_data_parallel(DataParallel* parallel) {
+  parallel_ = parallel;
+  if (parallel_ != nullptr) parallel_->attach(model_->parameters());
 }
 
 Trainer::StepPlan Trainer::plan_step(int64_t step) const {

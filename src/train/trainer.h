@@ -32,13 +32,22 @@ struct StepGradients {
   double diagnostics_seconds = 0.0;        // spent on max |logit| and activation RMS
 };
 
+// Where the forward and backward passes of a step spend their time (`causal bench`): each phase is
+// timed up to the end of the work it queued on `device`.
+struct PhaseTimes {
+  c10::Device device = c10::Device(c10::kCPU);
+  double forward_ms = 0.0;   // forward and loss, summed over the micro-batches
+  double backward_ms = 0.0;  // loss.backward(), summed over the micro-batches
+};
+
 // Zeroes the gradients, then accumulates them over `micro_batches` (already on the model's device) with
 // one denominator: the valid-token count of the whole step, never a mean of per-micro-batch means.
 // `poison_sublayer` is fault injection (ForwardOptions). With `parallel`, the denominator and the counts
-// are global (summed over ranks) and the loss is this rank's share of the global mean.
+// are global (summed over ranks) and the loss is this rank's share of the global mean. With `phases`,
+// each phase is timed (and waits for the device).
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
                                    bool collect_diagnostics, const std::string& poison_sublayer = "",
-                                   DataParallel* parallel = nullptr);
+                                   DataParallel* parallel = nullptr, PhaseTimes* phases = nullptr);
 
 // Global L2 norm of all gradients, before any clipping; then scales them to at most `max_norm`
 // (max_norm <= 0: no clipping; a non-finite norm: left unscaled for diagnosis). Returns the pre-clip norm.
@@ -106,7 +115,7 @@ class Trainer {
   void set_flops(double flops_per_token, double peak_flops);
   void set_fault(const FaultInjection& fault) { fault_ = fault; }
   // Data-parallel training: `source` then yields this rank's shard; counts, loss and rates are global.
-  void set_data_parallel(DataParallel* parallel) { parallel_ = parallel; }
+  void set_data_parallel(DataParallel* parallel);
   // Trains from `start` up to config.train.steps, or until after_step returns false. Throws
   // NonFiniteError (after on_abort) when a step is non-finite and nonfinite = "abort", or after
   // max_consecutive_skips skipped steps in a row.

@@ -292,3 +292,28 @@ CATCH_TEST_CASE("bad input: generate --temperature nan, inf, -1", "[unit][cli]")
                   {"--temperature", "finite", ">= 0"});
   }
 }
+
+// Invariant: a peak passed down by a parent is the one the run reports MFU against, and the log says where
+// it came from; a value that is no positive number is refused before any run folder exists.
+CATCH_TEST_CASE("bad input: CAUSAL_MATMUL_PEAK_GFLOPS not a positive number (a good one is used and named)",
+                "[unit][cli]") {
+  const Result measured = run_causal("bench --matmul-peak");
+  CATCH_REQUIRE(measured.code == 0);
+  CATCH_CHECK(line_count(measured.out) == 1);
+  CATCH_CHECK(std::stod(measured.out) > 1.0);
+
+  const fs::path dir = scratch("inherited_peak");
+  for (const char* bad : {"abc", "-3", "0", "nan", "5x"}) {
+    ::setenv("CAUSAL_MATMUL_PEAK_GFLOPS", bad, 1);
+    check_refused(retrieval_run_args("--run-dir " + dir.string()), 2,
+                  {std::string("CAUSAL_MATMUL_PEAK_GFLOPS=") + bad, "positive number"});
+    CATCH_CHECK_FALSE(fs::exists(dir));
+  }
+  ::setenv("CAUSAL_MATMUL_PEAK_GFLOPS", "12.5", 1);
+  const Result r = run_causal(retrieval_run_args("--run-dir " + dir.string()));
+  ::unsetenv("CAUSAL_MATMUL_PEAK_GFLOPS");
+  CATCH_REQUIRE(r.code == 0);
+  CATCH_CHECK_THAT(slurp(dir / "log.txt"),
+                   Catch::Matchers::Contains("matmul peak 12.5 GFLOP/s (from CAUSAL_MATMUL_PEAK_GFLOPS)"));
+  fs::remove_all(dir);
+}

@@ -151,10 +151,11 @@ std::string train_args(const fs::path& config, const fs::path& run, const std::s
   return "train --config " + config.string() + " --run-dir " + run.string() + " " + extra;
 }
 
-void check_two_ranks_equal_one(const fs::path& config, const fs::path& root) {
+void check_two_ranks_equal_one(const fs::path& config, const fs::path& root,
+                               const std::string& two_extra = "") {
   const Run one = causal_run(train_args(config, root / "one"), root, "one");
   CATCH_REQUIRE(one.code == 0);
-  const Run two = causal_run(train_args(config, root / "two", "--nproc 2"), root, "two");
+  const Run two = causal_run(train_args(config, root / "two", "--nproc 2 " + two_extra), root, "two");
   CATCH_INFO(two.err);
   CATCH_REQUIRE(two.code == 0);
   // Guards against comparing a run with itself: rank 0 wrote a two-rank run.
@@ -177,7 +178,13 @@ CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on retrieval (losses,
 
 CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on padded text with accumulation", "[e2e][dist]") {
   testing::ScratchDir scratch("dp_equal_text");
-  check_two_ranks_equal_one(text_config(scratch.path, 4), scratch.path);
+  // Buckets of 10 KB: many of them, started one by one from the gradient hooks while backward runs.
+  check_two_ranks_equal_one(text_config(scratch.path, 4), scratch.path, "--set dist.bucket_mb=0.01");
+  const std::string log = slurp(scratch.path / "two" / "log.txt");
+  const size_t at = log.find(" gradient buckets");
+  CATCH_REQUIRE(at != std::string::npos);
+  const size_t count = log.rfind(' ', at - 1) + 1;
+  CATCH_CHECK(std::stoi(log.substr(count, at - count)) > 1);
 }
 
 CATCH_TEST_CASE("a 2-rank run resumes bit-exactly on 2 ranks and continues on 1", "[e2e][dist]") {

@@ -1,5 +1,5 @@
-// The pieces of data-parallel training that need no second process: gradient buckets, row shards, the
-// launch environment and the global-batch check.
+// The pieces of data-parallel training that need no second process: gradient buckets (on a 1-rank
+// group), row shards, the launch environment and the global-batch check.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -9,9 +9,10 @@
 
 #include "config/config.h"
 #include "core/errors.h"
-#include "dist/gradient_buckets.h"
+#include "dist/gradient_reducer.h"
 #include "dist/launch_env.h"
 #include "dist/launcher.h"
+#include "dist/process_group.h"
 #include "dist/sharded_batches.h"
 #include "run/rank_context.h"
 
@@ -49,21 +50,56 @@ class CountingSource : public BatchSource {
 
 }  // namespace
 
-// Invariant: unpacking what was packed gives back every gradient exactly, across bucket boundaries and
-// dtypes, and what an all-reduce writes into a bucket lands in the right gradient.
-CATCH_TEST_CASE("gradient buckets round-trip and place each value in its own gradient", "[unit][dist]") {
-  std::vector<at::Tensor> grads = {torch::randn({3, 4}), torch::randn({5}),
-                                   torch::randn({2, 2}, torch::kDouble), torch::randn({7})};
-  std::vector<at::Tensor> original;
-  for (const at::Tensor& g : grads) original.push_back(g.clone());
-  GradientBuckets buckets(grads, /*bucket_bytes=*/64);  // 16 floats: the (3,4) and (5) split apart
-  CATCH_CHECK(buckets.buckets().size() == 4);
-  for (at::Tensor& b : buckets.buckets()) b.mul_(2);
-  buckets.unpack();
-  for (size_t i = 0; i < grads.size(); ++i) CATCH_CHECK(torch::equal(grads[i], original[i] * 2));
-  GradientBuckets one_bucket({grads[0], grads[1]}, 1 << 20);
-  CATCH_CHECK(one_bucket.buckets().size() == 1);
-  CATCH_CHECK(one_bucket.buckets()[0].numel() == 17);
+// Invariant: each bucket's all-reduce starts inside backward as soon as its gradients exist, strictly in
+// bucket order, and what lands in .grad is exactly autograd's gradient (summed over the one rank here),
+// accumulation over micro-batches included; a parameter without a gradient stays without one.
+CATCH_TEST_CASE("gradient buckets start their all-reduce during backward and give autograd's gradients",
+                "[unit][dist]") {
+  LaunchEnvironment env;
+  env.master_port = free_loopback_port();
+  ProcessGroup group(env, torch::kCPU, ProcessGroupOptions{20.0});
+  torch::manual_seed(3);
+  torch::nn::Linear unused(4, 4), a(8, 16), b(16, 16), c(16, 2);
+  // Reverse order puts `unused` (never in the graph) in the last bucket, which backward cannot complete.
+  std::vector<at::Tensor> parameters = unused->parameters();
+  const size_t n_unused = parameters.size();
+  for (auto* layer : {&a, &b, &c})
+    for (const at::Tensor& p : (*layer)->parameters()) parameters.push_back(p);
+  const std::vector<at::Tensor> inputs = {torch::randn({5, 8}), torch::randn({3, 8})};
+  auto backward = [&](const at::Tensor& x) { c(torch::tanh(b(torch::tanh(a(x))))).pow(2).sum().backward(); };
+  auto zero = [&] {
+    for (at::Tensor& p : parameters) p.mutable_grad() = at::Tensor();
+  };
+
+  for (const at::Tensor& x : inputs) backward(x);
+  std::vector<at::Tensor> expected;
+  for (const at::Tensor& p : parameters)
+    expected.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
+  zero();
+
+  // 128 floats a bucket: [c's bias, c's weight, b's bias], [b's weight], [a's bias], [a's weight], [unused]
+  GradientReducer reducer(group, parameters, /*bucket_bytes=*/128 * 4);
+  CATCH_REQUIRE(reducer.bucket_count() == 5);
+  for (int step = 0; step < 2; ++step) {
+    backward(inputs[0]);  // an earlier micro-batch: not armed, nothing starts
+    if (step == 0) CATCH_CHECK(reducer.started_during_backward() == 0);
+    reducer.arm();
+    backward(inputs[1]);
+    CATCH_CHECK(reducer.started_during_backward() == static_cast<int64_t>(reducer.bucket_count()) - 1);
+    reducer.finish(/*repack=*/false, "test all-reduce");
+    for (size_t k = 0; k < n_unused; ++k) CATCH_CHECK_FALSE(parameters[k].grad().defined());
+    for (size_t k = n_unused; k < parameters.size(); ++k)
+      CATCH_CHECK(torch::equal(parameters[k].grad(), expected[k]));
+    zero();
+  }
+
+  // Gradients edited after backward (an injected fault) are packed again: the edit is what is summed.
+  backward(inputs[0]);
+  reducer.arm();
+  backward(inputs[1]);
+  parameters.back().mutable_grad().mul_(2);
+  reducer.finish(/*repack=*/true, "test all-reduce");
+  CATCH_CHECK(torch::equal(parameters.back().grad(), expected.back() * 2));
 }
 
 // Invariant: the ranks' shards of one global batch are disjoint and together are that batch, in order.
