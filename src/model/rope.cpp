@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <stdexcept>
 
 namespace causal {
 
@@ -45,7 +46,7 @@ torch::Tensor rope_inv_freq(int64_t dk, const RopeConfig& config) {
       return keep * base + (1.0 - keep) * base / s;
     }
   }
-  TORCH_CHECK(false, "[rope] unknown scaling");
+  throw std::logic_error("[rope] unknown scaling");
 }
 
 double rope_attention_scale(const RopeConfig& config) {
