@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/child_exit.h"
 #include "core/stop_signals.h"
 
 extern char** environ;
@@ -81,17 +82,8 @@ void pump(Worker& w, Stream& s) {
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
+  if (WIFSIGNALED(status)) return "was " + killed_by_signal(status);
   return "stopped";
-}
-
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kExitFailure;
 }
 
 std::vector<char*> pointers(std::vector<std::string>& strings) {
@@ -233,7 +225,7 @@ int launch_local(const LocalLaunchOptions& options) {
       if (!w.running) continue;
       if (::waitpid(w.pid, &w.status, WNOHANG) == w.pid) {
         w.running = false;
-        if (exit_code_of(w.status) != 0 && failed == nullptr) {
+        if (child_exit_code(w.status) != 0 && failed == nullptr) {
           failed = &w;
           // Fail fast: the others are asked to stop, then killed if they have not after the grace time.
           signal_running(workers, SIGTERM);
@@ -255,7 +247,7 @@ int launch_local(const LocalLaunchOptions& options) {
   if (!error.empty()) error = ": " + error;
   throw WorkerFailed("--nproc " + std::to_string(options.nproc) + ": rank " + std::to_string(failed->rank) +
                          " " + describe_status(failed->status) + error,
-                     exit_code_of(failed->status));
+                     child_exit_code(failed->status));
 }
 
 }  // namespace causal

@@ -36,6 +36,14 @@ struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d_compat::Backend> backend;
   const char* name = "gloo";
   std::vector<c10::intrusive_ptr<::c10d::Work>> started;  // by start_all_reduce_sum, not yet waited on
+
+  // One tensor's all-reduce, in flight on the backend's threads.
+  c10::intrusive_ptr<::c10d::Work> all_reduce(at::Tensor& tensor, ::c10d::ReduceOp op) {
+    std::vector<at::Tensor> one = {tensor};
+    ::c10d::AllreduceOptions options;
+    options.reduceOp = op;
+    return backend->allreduce(one, options);
+  }
 };
 
 ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device,
@@ -96,12 +104,7 @@ void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors, const std::s
     std::vector<c10::intrusive_ptr<::c10d::Work>> work;
     work.reserve(tensors.size());
     // One collective per tensor, all in flight at once: Gloo's threads work on them in parallel.
-    for (at::Tensor& t : tensors) {
-      std::vector<at::Tensor> one = {t};
-      ::c10d::AllreduceOptions options;
-      options.reduceOp = ::c10d::ReduceOp::SUM;
-      work.push_back(impl_->backend->allreduce(one, options));
-    }
+    for (at::Tensor& t : tensors) work.push_back(impl_->all_reduce(t, ::c10d::ReduceOp::SUM));
     for (auto& w : work) w->wait(to_ms(timeout_s_));
   } catch (const std::exception& e) {
     fail(env_, what, e, timeout_s_);
@@ -110,10 +113,7 @@ void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors, const std::s
 
 void ProcessGroup::start_all_reduce_sum(at::Tensor& tensor, const std::string& what) {
   try {
-    std::vector<at::Tensor> one = {tensor};
-    ::c10d::AllreduceOptions options;
-    options.reduceOp = ::c10d::ReduceOp::SUM;
-    impl_->started.push_back(impl_->backend->allreduce(one, options));
+    impl_->started.push_back(impl_->all_reduce(tensor, ::c10d::ReduceOp::SUM));
   } catch (const std::exception& e) {
     fail(env_, what, e, timeout_s_);
   }
@@ -131,10 +131,7 @@ void ProcessGroup::wait_started(const std::string& what) {
 
 void ProcessGroup::all_reduce_max(at::Tensor& tensor, const std::string& what) {
   try {
-    std::vector<at::Tensor> one = {tensor};
-    ::c10d::AllreduceOptions options;
-    options.reduceOp = ::c10d::ReduceOp::MAX;
-    impl_->backend->allreduce(one, options)->wait(to_ms(timeout_s_));
+    impl_->all_reduce(tensor, ::c10d::ReduceOp::MAX)->wait(to_ms(timeout_s_));
   } catch (const std::exception& e) {
     fail(env_, what, e, timeout_s_);
   }

@@ -21,6 +21,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "config/config_io.h"
+#include "core/child_exit.h"
 #include "core/errors.h"
 #include "core/runtime.h"
 #include "core/stop_signals.h"
@@ -153,16 +154,6 @@ std::vector<std::string> child_args(const SweepSpec& spec, const PointResult& p,
   return args;
 }
 
-std::string describe_point_exit(int status, int& code) {
-  if (WIFEXITED(status)) {
-    code = WEXITSTATUS(status);
-    return "exit " + std::to_string(code);
-  }
-  const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  code = 128 + signal;
-  return std::string("killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
-}
-
 }  // namespace
 
 const char* point_state_name(PointState state) {
@@ -289,7 +280,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const std::vector<SweepPoint>& poi
     running.erase(it);
     PointResult& p = outcome.points[child.index];
     p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - child.started).count();
-    const std::string how = describe_point_exit(status, p.exit_code);
+    p.exit_code = child_exit_code(status);
+    const std::string how =
+        WIFEXITED(status) ? "exit " + std::to_string(p.exit_code) : killed_by_signal(status);
     char took[32];
     std::snprintf(took, sizeof(took), "%.1fs", p.seconds);
     if (p.exit_code == 0) {

@@ -23,6 +23,8 @@
 #include "dist/launcher.h"
 #include "io/safetensors.h"
 #include "support/byte_docs.h"
+#include "support/cli.h"
+#include "support/metrics_rows.h"
 #include "support/scratch_dir.h"
 
 using namespace causal;
@@ -36,13 +38,6 @@ struct Run {
   double seconds = 0.0;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // `env` (VAR=value ...) then `causal ARGS`, from the source root; stdout is dropped, stderr kept.
 Run causal_run(const std::string& args, const fs::path& scratch, const std::string& name,
                const std::string& env = "") {
@@ -54,7 +49,7 @@ Run causal_run(const std::string& args, const fs::path& scratch, const std::stri
   Run r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = slurp(err);
+  r.err = testing::slurp(err);
   return r;
 }
 
@@ -99,19 +94,9 @@ fs::path text_config(const fs::path& dir, int64_t batch) {
     "dist": {"timeout_s": 20}})");
 }
 
-std::vector<nlohmann::json> train_rows(const fs::path& run) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json row = nlohmann::json::parse(line);
-    if (row["kind"] == "train") rows.push_back(row);
-  }
-  return rows;
-}
-
 // Largest |a - b| over the per-step losses (and the step counts must match).
 double loss_difference(const fs::path& a, const fs::path& b) {
-  const auto x = train_rows(a), y = train_rows(b);
+  const auto x = testing::metrics_rows(a, "train"), y = testing::metrics_rows(b, "train");
   CATCH_REQUIRE(x.size() == y.size());
   CATCH_REQUIRE(!x.empty());
   double worst = 0.0;
@@ -159,7 +144,7 @@ void check_two_ranks_equal_one(const fs::path& config, const fs::path& root,
   CATCH_INFO(two.err);
   CATCH_REQUIRE(two.code == 0);
   // Guards against comparing a run with itself: rank 0 wrote a two-rank run.
-  CATCH_REQUIRE(train_rows(root / "two").front()["world_size"] == 2);
+  CATCH_REQUIRE(testing::metrics_rows(root / "two", "train").front()["world_size"] == 2);
   const double losses = loss_difference(root / "one", root / "two");
   const double weights = weight_difference(root / "one", root / "two", 20, /*tolerant=*/true);
   std::printf("2 ranks vs 1 (%s): max |loss diff| %.3g, max |weight diff| %.3g\n", config.filename().c_str(),
@@ -180,7 +165,7 @@ CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on padded text with a
   testing::ScratchDir scratch("dp_equal_text");
   // Buckets of 10 KB: many of them, started one by one from the gradient hooks while backward runs.
   check_two_ranks_equal_one(text_config(scratch.path, 4), scratch.path, "--set dist.bucket_mb=0.01");
-  const std::string log = slurp(scratch.path / "two" / "log.txt");
+  const std::string log = testing::slurp(scratch.path / "two" / "log.txt");
   const size_t at = log.find(" gradient buckets");
   CATCH_REQUIRE(at != std::string::npos);
   const size_t count = log.rfind(' ', at - 1) + 1;
@@ -195,7 +180,7 @@ CATCH_TEST_CASE("a 2-rank run resumes bit-exactly on 2 ranks and continues on 1"
   const fs::path stopped = scratch.path / "stopped";
   CATCH_REQUIRE(
       causal_run(train_args(config, stopped, "--nproc 2 --stop-at-step 10"), scratch.path, "a").code == 0);
-  CATCH_REQUIRE(train_rows(stopped).size() == 10);
+  CATCH_REQUIRE(testing::metrics_rows(stopped, "train").size() == 10);
   // A copy of the stopped run continues on one rank.
   fs::copy(stopped, scratch.path / "on_one", fs::copy_options::recursive);
   CATCH_REQUIRE(causal_run(train_args(config, stopped, "--nproc 2"), scratch.path, "b").code == 0);
@@ -204,9 +189,8 @@ CATCH_TEST_CASE("a 2-rank run resumes bit-exactly on 2 ranks and continues on 1"
 
   const Run one = causal_run(train_args(config, scratch.path / "on_one"), scratch.path, "c");
   CATCH_REQUIRE(one.code == 0);
-  CATCH_CHECK(
-      slurp(scratch.path / "on_one" / "log.txt").find("resuming on 1 ranks a checkpoint written by 2") !=
-      std::string::npos);
+  CATCH_CHECK(testing::slurp(scratch.path / "on_one" / "log.txt")
+                  .find("resuming on 1 ranks a checkpoint written by 2") != std::string::npos);
   // The same global batches in the same order: only the summation order differs from the 2-rank run.
   CATCH_CHECK(loss_difference(scratch.path / "straight", scratch.path / "on_one") <= 1e-6);
   CATCH_CHECK(weight_difference(scratch.path / "straight", scratch.path / "on_one", 20, /*tolerant=*/true) <=
@@ -228,7 +212,7 @@ CATCH_TEST_CASE("torchrun-style launch by environment variables equals --nproc 2
       " & a=$!; env RANK=1 LOCAL_RANK=1 " + common + " " + CAUSAL_BINARY + " " + train_args(config, run) +
       " >/dev/null 2>" + (scratch.path / "r1.err").string() + "; b=$?; wait $a; exit $(( $? | b )))'";
   const int status = std::system(both.c_str());
-  CATCH_INFO(slurp(scratch.path / "r0.err") << slurp(scratch.path / "r1.err"));
+  CATCH_INFO(testing::slurp(scratch.path / "r0.err") << testing::slurp(scratch.path / "r1.err"));
   CATCH_REQUIRE(WIFEXITED(status));
   CATCH_REQUIRE(WEXITSTATUS(status) == 0);
   CATCH_CHECK(loss_difference(scratch.path / "nproc", run) == 0.0);
@@ -273,20 +257,20 @@ CATCH_TEST_CASE("a worker killed with SIGKILL fails --nproc 2 within the timeout
     ::_exit(127);
   }
   // Wait until training runs (metrics rows appear), then kill the worker whose environment says RANK=1.
-  for (int i = 0; i < 600 && train_rows(run).size() < 3; ++i)
+  for (int i = 0; i < 600 && testing::metrics_rows(run, "train").size() < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  CATCH_REQUIRE(train_rows(run).size() >= 3);
+  CATCH_REQUIRE(testing::metrics_rows(run, "train").size() >= 3);
   int victim = 0;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = slurp(entry.path() / "stat");
+    const std::string stat = testing::slurp(entry.path() / "stat");
     std::istringstream fields(stat.substr(stat.rfind(')') + 2));
     char state = 0;
     int parent = 0;
     fields >> state >> parent;
     if (parent != launcher) continue;
-    std::string env = slurp(entry.path() / "environ");
+    std::string env = testing::slurp(entry.path() / "environ");
     if (("\0" + env).find(std::string("\0RANK=1\0", 8)) != std::string::npos) victim = std::stoi(name);
   }
   CATCH_REQUIRE(victim > 0);
@@ -308,7 +292,7 @@ CATCH_TEST_CASE("a worker killed with SIGKILL fails --nproc 2 within the timeout
   CATCH_CHECK(seconds < 15.0);
   CATCH_CHECK(WIFEXITED(status));
   CATCH_CHECK(WEXITSTATUS(status) == 128 + SIGKILL);
-  const std::string text = slurp(err);
+  const std::string text = testing::slurp(err);
   CATCH_INFO(text);
   CATCH_CHECK(text.find("rank 1 was killed by signal 9") != std::string::npos);
 }

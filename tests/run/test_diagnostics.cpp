@@ -18,6 +18,7 @@
 #include "model/transformer.h"
 #include "run/train_run.h"
 #include "support/cli.h"
+#include "support/metrics_rows.h"
 #include "support/scratch_dir.h"
 #include "task/objective.h"
 #include "train/diagnostics.h"
@@ -55,16 +56,6 @@ std::string abort_message(const RunConfig& config, const fs::path& dir, const st
     return e.what();
   }
   return "(no NonFiniteError)";
-}
-
-std::vector<nlohmann::json> train_rows(const fs::path& dir) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(dir / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json row = nlohmann::json::parse(line);
-    if (row["kind"] == "train") rows.push_back(row);
-  }
-  return rows;
 }
 
 bool same_tensors(const fs::path& a, const fs::path& b) {
@@ -122,7 +113,7 @@ CATCH_TEST_CASE("diagnostics: skip mode counts skipped steps, continues, and giv
       run(retrieval({"train.nonfinite=skip"}), scratch.path / "once", "activation:blocks.0.attn@5");
   CATCH_CHECK(results["skipped_steps"] == 1);
   CATCH_CHECK(results["steps"] == 20);
-  const auto rows = train_rows(scratch.path / "once");
+  const auto rows = testing::metrics_rows(scratch.path / "once", "train");
   CATCH_CHECK(rows[4]["step"] == 5);
   CATCH_CHECK(rows[4]["finite"] == false);
   CATCH_CHECK(rows[5]["finite"] == true);
@@ -184,7 +175,7 @@ CATCH_TEST_CASE("diagnostics: the metrics schema holds on a real run", "[e2e][di
   testing::ScratchDir scratch("diag_schema");
   const RunConfig config = retrieval({"train.diag_every=5", "train.log_every=2"});
   run(config, scratch.path / "run");
-  const auto rows = train_rows(scratch.path / "run");
+  const auto rows = testing::metrics_rows(scratch.path / "run", "train");
   CATCH_REQUIRE(rows.size() == 13);  // step 1, even steps and every 5th: 1,2,4,5,6,8,10,12,14,15,16,18,20
   const auto number = [](const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); };
   for (const auto& row : rows) {
