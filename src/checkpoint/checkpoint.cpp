@@ -77,8 +77,20 @@ void flatten(const nlohmann::json& value, const std::string& path,
 
 }  // namespace
 
+nlohmann::json thread_split_to_json(const ThreadSplit& split) {
+  return {{"aten", split.aten}, {"blas", split.blas}};
+}
+
+ThreadSplit thread_split_from_json(const nlohmann::json& json, const std::string& source) {
+  const ThreadSplit split{json.at("aten").get<int64_t>(), json.at("blas").get<int64_t>()};
+  if (split.aten < 1 || split.blas < 1) {
+    throw CheckpointError("[checkpoint] " + source + ": threads " + json.dump() + " must both be >= 1");
+  }
+  return split;
+}
+
 nlohmann::json TrainingState::to_json() const {
-  return {{"format", kStateFormat},
+  nlohmann::json json = {{"format", kStateFormat},
           {"step", step},
           {"tokens_seen", tokens_seen},
           {"skipped_steps", skipped_steps},
@@ -89,6 +101,8 @@ nlohmann::json TrainingState::to_json() const {
           {"consecutive_skips", consecutive_skips},
           {"spike_detector", spike_detector},
           {"world_size", world_size}};
+  if (threads) json["threads"] = thread_split_to_json(*threads);
+  return json;
 }
 
 TrainingState TrainingState::from_json(const nlohmann::json& json, const std::string& source) {
@@ -108,6 +122,9 @@ TrainingState TrainingState::from_json(const nlohmann::json& json, const std::st
     s.consecutive_skips = json.at("consecutive_skips").get<int64_t>();
     s.spike_detector = json.at("spike_detector");
     s.world_size = json.value("world_size", int64_t{1});
+    if (json.contains("threads")) {
+      s.threads = thread_split_from_json(json.at("threads"), source);
+    }
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError("[checkpoint] " + source + ": missing or mistyped field: " + e.what());
   }

@@ -15,8 +15,11 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/runtime.h"
 
 namespace causal {
 
@@ -32,10 +35,16 @@ struct TrainingState {
   int64_t consecutive_skips = 0;  // skipped steps in a row (nonfinite = "skip")
   nlohmann::json spike_detector;  // SpikeDetector::state()
   int64_t world_size = 1;         // data-parallel ranks that trained it (absent in older checkpoints: 1)
+  std::optional<ThreadSplit> threads;  // the CPU thread split it was trained with (absent in older ones)
 
   nlohmann::json to_json() const;
   static TrainingState from_json(const nlohmann::json& json, const std::string& source);
 };
+
+// {"aten": A, "blas": B}, as state.json and forensics hold it; reading throws CheckpointError for counts
+// below 1 and nlohmann's exception for a missing field.
+nlohmann::json thread_split_to_json(const ThreadSplit& split);
+ThreadSplit thread_split_from_json(const nlohmann::json& json, const std::string& source);
 
 // States of the default generators behind dropout and init: the CPU one, and the device's when it is
 // not the CPU. Restore them last, after everything that might draw from them.

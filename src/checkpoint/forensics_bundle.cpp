@@ -56,13 +56,14 @@ fs::path write_forensics(const fs::path& run_dir, const ForensicsBundle& bundle,
       if (t.defined()) batch.emplace_back("mb" + std::to_string(i) + "." + name, t);
     }
   }
-  const nlohmann::json state = {{"step", bundle.step},
+  nlohmann::json state = {{"step", bundle.step},
                                 {"lr", bundle.lr},
                                 {"message", bundle.message},
                                 {"micro_batches", bundle.micro_batches.size()},
                                 {"rng", bundle.rng_before},
                                 {"fault", bundle.fault},
                                 {"last_checkpoint", bundle.last_checkpoint}};
+  if (bundle.threads) state["threads"] = thread_split_to_json(*bundle.threads);
   const fs::path root = run_dir / "forensics";
   fs::create_directories(root);
   fs::remove_all(root /
@@ -87,6 +88,7 @@ ForensicsBundle read_forensics(const fs::path& dir) {
     bundle.rng_before = state.at("rng");
     bundle.fault = state.at("fault").get<std::string>();
     bundle.last_checkpoint = state.at("last_checkpoint").get<std::string>();
+    if (state.contains("threads")) bundle.threads = thread_split_from_json(state.at("threads"), dir.string());
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError("[forensics] " + (dir / "state.json").string() +
                           ": missing or mistyped field: " + e.what());

@@ -12,9 +12,11 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/runtime.h"
 #include "data/batch.h"
 
 namespace causal {
@@ -28,6 +30,7 @@ struct ForensicsBundle {
   std::string fault;                 // FaultInjection::describe() of an injected fault, "" for none
   std::string last_checkpoint;       // the newest checkpoint written before the failure, "" for none
   nlohmann::json config;             // the resolved config
+  std::optional<ThreadSplit> threads;  // the run's CPU thread split (absent in older bundles)
 };
 
 // Writes RUN/forensics/step_N (replacing a bundle of the same step) with `model` and `optimizer` as the

@@ -56,7 +56,9 @@ nlohmann::json BenchResult::to_json() const {
 
 BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
   BenchResult result;
-  result.threads = configure_threads(config.threads);
+  result.thread_choice = choose_thread_split(config.threads, machine_cores());
+  apply_thread_split(result.thread_choice.split);
+  result.threads = std::max(result.thread_choice.split.aten, result.thread_choice.split.blas);
   const c10::Device device = resolve_device(config.device);
   std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
   // Before the model is built: a model that cannot fit is refused with its estimate (as `train` does).
@@ -114,14 +116,15 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
 std::string format_bench(const BenchResult& r, const RunConfig& config) {
   char text[1024];
   std::snprintf(text, sizeof(text),
-                "bench %s: %lld layers, d_model %lld, batch %lld x grad_accum %lld, %lld threads\n"
+                "bench %s: %lld layers, d_model %lld, batch %lld x grad_accum %lld, %s (%s)\n"
                 "  ms/step        %10.2f   (forward %.2f, backward %.2f, optimizer %.2f)\n"
                 "  tokens/s       %10.0f   (input positions, padding included)\n"
                 "  GFLOP/s        %10.2f   of a measured matmul peak of %.2f: MFU %.3f\n"
                 "  peak RSS       %10.1f MiB\n",
                 config.name.c_str(), static_cast<long long>(config.model.n_layers),
                 static_cast<long long>(config.model.d_model), static_cast<long long>(config.train.batch_size),
-                static_cast<long long>(config.train.grad_accum), static_cast<long long>(r.threads),
+                static_cast<long long>(config.train.grad_accum), r.thread_choice.split.describe().c_str(),
+                r.thread_choice.why.c_str(),
                 r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms, r.tokens_per_s, r.achieved_gflops,
                 r.matmul_peak_gflops, r.mfu, r.peak_rss_mib);
   return text;

@@ -2,7 +2,6 @@
 #include "run/rank_context.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "core/errors.h"
 
@@ -22,11 +21,11 @@ RankContext::RankContext(const RunConfig& config, const c10::Device& device) {
   parallel_ = std::make_unique<DataParallel>(*group_, std::max<int64_t>(bucket_bytes, 1));
 }
 
-int64_t RankContext::threads(int64_t configured) {
-  if (configured > 0) return configured;
+ThreadChoice RankContext::thread_split(int64_t configured) {
   const std::optional<LaunchEnvironment> env = LaunchEnvironment::from_environment();
-  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  return std::max<int64_t>(1, cores / (env ? env->local_world_size : 1));
+  const int64_t local_ranks = env ? env->local_world_size : 1;
+  return choose_thread_split(configured, std::max<int64_t>(1, machine_cores() / local_ranks),
+                             /*sample_load=*/local_ranks == 1);
 }
 
 std::optional<CheckpointInfo> RankContext::share_start(const std::optional<CheckpointInfo>& leaders) {

@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "config/config.h"
+#include "core/runtime.h"
 #include "dist/data_parallel.h"
 #include "dist/launch_env.h"
 #include "dist/process_group.h"
@@ -29,8 +30,9 @@ class RankContext {
   DataParallel* parallel() { return parallel_.get(); }
   const char* backend() const { return group_ ? group_->backend() : "none"; }
 
-  // Intra-op threads for `configured` (0 = this machine's cores shared by its ranks).
-  static int64_t threads(int64_t configured);
+  // This process's CPU threads for `configured` (0 = this machine's cores shared by its ranks). Ranks of
+  // one machine start together and would count each other as load, so only a lone process samples it.
+  static ThreadChoice thread_split(int64_t configured);
 
   // The leader's choice of checkpoint to start from (nullopt: a fresh run), shared with every rank: the
   // leader passes its own and the others read the same directory (a shared filesystem across machines).

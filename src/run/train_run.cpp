@@ -155,7 +155,6 @@ std::optional<fs::path> restart_folder(const StartPlan& plan, const TrainRequest
 }  // namespace
 
 TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
-  const int64_t threads = configure_threads(RankContext::threads(config.threads));
   const c10::Device device = resolve_device(config.device);
   const nlohmann::json config_json = config_to_json(config);
   const int64_t steps = config.train.steps;
@@ -184,6 +183,12 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   }
   const std::optional<CheckpointInfo> from = ranks.share_start(checkpoint_to_continue(plan));
   check_stop_at_step(request, steps, from);
+  // Chosen once, before this process loads the cores itself; a resumed run keeps the one it was trained with.
+  ThreadChoice threads = RankContext::thread_split(config.threads);
+  if (from && from->state.threads && config.threads == 0 && from->state.world_size == ranks.world_size()) {
+    threads = {*from->state.threads, "as the checkpoint was trained"};
+  }
+  apply_thread_split(threads.split);
 
   std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
   // Before any folder is written or tensor allocated: a model that cannot fit is refused with its estimate.
@@ -244,8 +249,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   Transformer model(config.model);
   model->to(device);
   if (folder) {
-    log.info("run folder {}: {} parameters; {}; device {}, {} threads", folder->path().string(),
-             count_parameters(*model), task->describe(), device.str(), threads);
+    log.info("run folder {}: {} parameters; {}; device {}, {} ({})", folder->path().string(),
+             count_parameters(*model), task->describe(), device.str(), threads.split.describe(), threads.why);
   }
   log_cost_plan(log, cost, peak);
 
@@ -309,6 +314,7 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     state.rng = capture_global_rng(device);
     state.spike_detector = trainer.spike_detector().state();
     state.world_size = ranks.world_size();
+    state.threads = threads.split;
     return state;
   };
 
@@ -339,7 +345,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
                                      step.rng_before,
                                      fault.kind == FaultInjection::Kind::kNone ? "" : fault.describe(),
                                      checkpointer->last().string(),
-                                     config_json};
+                                     config_json,
+                                     threads.split};
         const fs::path dir = write_forensics(folder->path(), bundle, *model, trainer.optimizer());
         return "; forensics in " + dir.string() + " (replay: causal train --replay " + dir.string() + ")";
       };

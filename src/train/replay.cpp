@@ -13,7 +13,12 @@ namespace causal {
 ReplayResult replay_step(const std::filesystem::path& bundle_dir) {
   const ForensicsBundle bundle = read_forensics(bundle_dir);
   const RunConfig config = parse_config_text(bundle.config.dump(), (bundle_dir / "config.json").string());
-  configure_threads(config.threads);
+  // The run's own split: another one would round the step's products differently.
+  if (bundle.threads) {
+    apply_thread_split(*bundle.threads);
+  } else {
+    configure_threads(config.threads);
+  }
   const c10::Device device = resolve_device(config.device);
 
   ReplayResult result;

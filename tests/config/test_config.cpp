@@ -1,16 +1,19 @@
 // Config contracts: JSON round trip, resolution, overrides, and one test per class of config error.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "config/config_io.h"
 #include "config/suggest.h"
+#include "core/runtime.h"
 
 using Catch::Matchers::Contains;
 using causal::ConfigError;
@@ -751,4 +754,30 @@ CATCH_TEST_CASE("config: docs/config.md documents every field", "[unit][config]"
     CATCH_INFO(path);
     CATCH_CHECK(docs.find("`" + path + "`") != std::string::npos);
   }
+}
+
+CATCH_TEST_CASE("threads: OpenBLAS gets the configured count, and threads 0 leaves out cores busy elsewhere",
+                "[unit][config]") {
+  using causal::thread_split_for;
+  using causal::ThreadSplit;
+  // A configured count is taken as it is, whatever the load; without OpenBLAS ATen gets it.
+  CATCH_CHECK(thread_split_for(3, 8, std::nullopt, true) == ThreadSplit{1, 3});
+  CATCH_CHECK(thread_split_for(2, 2, 1.5, true) == ThreadSplit{1, 2});
+  CATCH_CHECK(thread_split_for(3, 8, std::nullopt, false) == ThreadSplit{3, 1});
+  // 0: every core when the load is unknown or negligible; a core a process keeps busy is left to it.
+  CATCH_CHECK(thread_split_for(0, 4, std::nullopt, true) == ThreadSplit{1, 4});
+  CATCH_CHECK(thread_split_for(0, 2, 0.02, true) == ThreadSplit{1, 2});
+  CATCH_CHECK(thread_split_for(0, 2, 1.0, true) == ThreadSplit{1, 1});
+  CATCH_CHECK(thread_split_for(0, 2, 0.3, true) == ThreadSplit{1, 1});
+  // A core at most a quarter taken still counts as free.
+  CATCH_CHECK(thread_split_for(0, 16, 2.2, true) == ThreadSplit{1, 14});
+  CATCH_CHECK(thread_split_for(0, 16, 2.3, true) == ThreadSplit{1, 13});
+  CATCH_CHECK(thread_split_for(0, 16, 2.3, false) == ThreadSplit{13, 1});
+  // Never below one thread, however loaded the machine.
+  CATCH_CHECK(thread_split_for(0, 2, 2.0, true) == ThreadSplit{1, 1});
+  // The sampler reads this machine's /proc: a figure between no core and all of them.
+  const std::optional<double> busy = causal::busy_cores_elsewhere(std::chrono::milliseconds(20));
+  CATCH_REQUIRE(busy.has_value());
+  CATCH_CHECK(*busy >= 0.0);
+  CATCH_CHECK(*busy <= static_cast<double>(causal::machine_cores()));
 }

@@ -221,3 +221,23 @@ CATCH_TEST_CASE("auto restarts runs/<name> in place when it was killed before it
   CATCH_CHECK(fs::exists(named / "results.json"));
   CATCH_CHECK_FALSE(fs::exists(scratch.path / (config.name + "-2")));
 }
+
+CATCH_TEST_CASE("resume with threads 0 keeps the CPU thread split the checkpoint was trained with",
+                "[e2e][resume]") {
+  testing::ScratchDir scratch("resume_threads");
+  RunConfig config = retrieval_config(0.0);
+  apply_override(config, "threads=0");  // chosen from this machine's load: it may differ between runs
+  const fs::path dir = scratch.path / "run";
+  resumable_run(config, dir, 5);
+  auto stored_split = [&](int64_t step) {
+    return read_checkpoint(dir / "checkpoints" / checkpoint_name(step)).state.threads;
+  };
+  const std::optional<ThreadSplit> first = stored_split(5);
+  CATCH_REQUIRE(first.has_value());
+  CATCH_CHECK(first->blas >= 1);
+  resumable_run(config, dir);
+  CATCH_CHECK(stored_split(config.train.steps) == first);
+  std::ifstream log(dir / "log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CATCH_CHECK_THAT(text, Catch::Matchers::Contains(first->describe() + " (as the checkpoint was trained)"));
+}
