@@ -50,25 +50,39 @@ SafeMask make_safe_mask(const torch::Tensor& allowed, const torch::Tensor& q, co
 AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& allowed, double dropout_p, bool want_weights) {
   check_qkv(q, k, v);
-  const int64_t heads = q.size(1);
+  const int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), dk = q.size(3), tk = k.size(2);
   const torch::Tensor keys = repeat_kv(k, heads);    // (B,Hq,Tk,dk)
   const torch::Tensor values = repeat_kv(v, heads);  // (B,Hq,Tk,dk)
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
+  const torch::Tensor q3 = q.reshape({batch * heads, tq, dk});
+  const torch::Tensor kt3 = keys.reshape({batch * heads, tk, dk}).transpose(1, 2);
 
-  torch::Tensor scores = torch::matmul(q, keys.transpose(-2, -1)) * scale;  // (B,Hq,Tq,Tk)
-  torch::Tensor weights;
+  // The scale and the mask ride on the product (alpha, and beta = 1 over an additive 0/-inf bias) instead
+  // of two more passes over the scores and two more in backward.
+  torch::Tensor scores;
+  torch::Tensor has_key;
   if (allowed.defined()) {
     const SafeMask safe = make_safe_mask(allowed, q, k);
     // -inf, not a large negative number, so that exp gives exactly 0 for forbidden keys.
-    scores = scores.masked_fill(safe.mask.logical_not(), -std::numeric_limits<double>::infinity());
-    weights = torch::softmax(scores, -1) * safe.has_key.to(scores.scalar_type());  // (B,Hq,Tq,Tk)
+    const torch::Tensor bias =
+        torch::zeros(safe.mask.sizes(), q.options())
+            .masked_fill_(safe.mask.logical_not(), -std::numeric_limits<double>::infinity());  // (B|1,1,Tq,Tk)
+    // One copy of the bias per head is the output buffer the product accumulates into.
+    scores = bias.expand({batch, heads, tq, tk}).reshape({batch * heads, tq, tk}).contiguous();
+    scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/scale);
+    has_key = safe.has_key.to(q.scalar_type());  // (B|1,1,Tq,1)
   } else {
-    weights = torch::softmax(scores, -1);  // (B,Hq,Tq,Tk)
+    scores = torch::baddbmm(torch::empty({batch * heads, tq, tk}, q.options()), q3, kt3, /*beta=*/0.0,
+                            /*alpha=*/scale);
   }
+  const torch::Tensor weights = torch::softmax(scores, -1).view({batch, heads, tq, tk});  // (B,Hq,Tq,Tk)
   const torch::Tensor dropped =
       dropout_p > 0.0 ? torch::dropout(weights, dropout_p, /*train=*/true) : weights;
   torch::Tensor out = torch::matmul(dropped, values);  // (B,Hq,Tq,dk)
-  return {out, want_weights ? weights : torch::Tensor()};
+  // A row without keys attended everywhere; zeroing its output (not its T weights) also stops its gradient.
+  if (has_key.defined()) out = out * has_key;
+  if (!want_weights) return {out, torch::Tensor()};
+  return {out, has_key.defined() ? weights * has_key : weights};
 }
 
 torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
