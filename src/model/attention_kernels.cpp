@@ -54,11 +54,11 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
   const torch::Tensor keys = repeat_kv(k, heads);    // (B,Hq,Tk,dk)
   const torch::Tensor values = repeat_kv(v, heads);  // (B,Hq,Tk,dk)
   const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
-  const torch::Tensor q3 = q.reshape({batch * heads, tq, dk});
+  const torch::Tensor q3 = (q * scale).reshape({batch * heads, tq, dk});
   const torch::Tensor kt3 = keys.reshape({batch * heads, tk, dk}).transpose(1, 2);
 
-  // The scale and the mask ride on the product (alpha, and beta = 1 over an additive 0/-inf bias) instead
-  // of two more passes over the scores and two more in backward.
+  // The scale goes on q, T/dk times smaller than the scores, and the mask rides on the product (beta = 1
+  // over an additive 0/-inf bias): two passes over the scores fewer, and two fewer in backward.
   torch::Tensor scores;
   torch::Tensor has_key;
   if (allowed.defined()) {
@@ -69,11 +69,10 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
             .masked_fill_(safe.mask.logical_not(), -std::numeric_limits<double>::infinity());  // (B|1,1,Tq,Tk)
     // One copy of the bias per head is the output buffer the product accumulates into.
     scores = bias.expand({batch, heads, tq, tk}).reshape({batch * heads, tq, tk}).contiguous();
-    scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/scale);
+    scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/1.0);
     has_key = safe.has_key.to(q.scalar_type());  // (B|1,1,Tq,1)
   } else {
-    scores = torch::baddbmm(torch::empty({batch * heads, tq, tk}, q.options()), q3, kt3, /*beta=*/0.0,
-                            /*alpha=*/scale);
+    scores = torch::bmm(q3, kt3);
   }
   const torch::Tensor weights = torch::softmax(scores, -1).view({batch, heads, tq, tk});  // (B,Hq,Tq,Tk)
   const torch::Tensor dropped =
