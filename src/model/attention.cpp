@@ -79,7 +79,8 @@ AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionCo
     // The tiled kernel never holds a block's weights long enough to drop them consistently in backward.
     TORCH_CHECK(dropout_p == 0.0, "[attention] \"flash\" applies no attention-weight dropout, got dropout ",
                 dropout_p, " (hint: dropout 0, or attention \"reference\" / \"sdpa\")");
-    result.out = attention_flash(q, k, v, context.allowed, options_.block());
+    result.out = context.allowed.defined() ? attention_flash(q, k, v, context.allowed, options_.block())
+                                           : attention_flash(q, k, v, context.mask, options_.block());
   } else {
     result.out = attention_sdpa(q, k, v, context.allowed, dropout_p);
   }

@@ -12,6 +12,7 @@
 
 #include "config/enums.h"
 #include "model/attention_kernels.h"
+#include "model/mask.h"
 #include "model/norm.h"
 #include "model/rope.h"
 
@@ -41,7 +42,8 @@ struct AttentionOptions {
 using SublayerTrace = std::vector<std::pair<std::string, torch::Tensor>>;
 
 struct AttentionContext {
-  torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool from build_allowed_mask; Tk includes cached keys
+  MaskParts mask;         // what the mask is built from; Tk includes cached keys
+  torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool, mask.build(); undefined when only "flash" reads the mask
   RopeTables rope;        // tables for the new tokens' absolute positions; undefined = no RoPE
   RopePairing pairing = RopePairing::kInterleaved;
   KVCache* cache = nullptr;        // append this layer's K/V here and attend over all cached keys

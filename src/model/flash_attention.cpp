@@ -3,8 +3,10 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace causal {
@@ -37,6 +39,40 @@ torch::Tensor from_rows(const torch::Tensor& rows, int64_t query_heads) {
   return out;
 }
 
+// Not a tensor argument of apply(): the mask gets no gradient and may be undefined. Either the whole mask
+// or the parts it is built from, one block at a time.
+struct MaskArgument {
+  torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool or undefined
+  MaskParts parts;
+
+  bool defined() const { return allowed.defined() || parts.defined(); }
+  // (B|1,1,queries,keys) bool
+  torch::Tensor block(int64_t query_start, int64_t queries, int64_t key_start, int64_t keys) const {
+    if (allowed.defined()) return allowed.narrow(2, query_start, queries).narrow(3, key_start, keys);
+    return parts.block(query_start, queries, key_start, keys);
+  }
+
+  // For backward, in the context's saved data under these names (undefined ones left out).
+  std::array<std::pair<const char*, torch::Tensor*>, 6> named() {
+    return {{{"allowed", &allowed},
+             {"query_index", &parts.query_index},
+             {"key_index", &parts.key_index},
+             {"key_valid", &parts.key_valid},
+             {"query_segment", &parts.query_segment},
+             {"key_segment", &parts.key_segment}}};
+  }
+  void save(AutogradContext* ctx) {
+    for (const auto& [name, tensor] : named())
+      if (tensor->defined()) ctx->saved_data[name] = *tensor;
+  }
+  static MaskArgument load(AutogradContext* ctx) {
+    MaskArgument mask;
+    for (const auto& [name, tensor] : mask.named())
+      if (ctx->saved_data.count(name) > 0) *tensor = ctx->saved_data[name].toTensor();
+    return mask;
+  }
+};
+
 // One key block and the queries that may read at least one of its keys (in some batch row). Queries
 // outside the range would only add exact zeros, so they are skipped: under a causal mask this halves the
 // work, and a block no query may read is not visited at all.
@@ -48,9 +84,9 @@ struct KeyBlock {
 };
 
 // Flattened as 4 integers per block, so that backward can reuse forward's plan from the saved data.
-std::vector<int64_t> plan_blocks(const torch::Tensor& allowed, int64_t tq, int64_t tk, int64_t block) {
+std::vector<int64_t> plan_blocks(const MaskArgument& mask, int64_t tq, int64_t tk, int64_t block) {
   std::vector<int64_t> plan;
-  if (!allowed.defined()) {
+  if (!mask.defined()) {
     for (int64_t start = 0; start < tk; start += block) {
       plan.insert(plan.end(), {start, std::min(block, tk - start), 0, tq});
     }
@@ -59,7 +95,7 @@ std::vector<int64_t> plan_blocks(const torch::Tensor& allowed, int64_t tq, int64
   // Per block, which query rows have an allowed key in it (any batch row): (blocks, Tq) bool, 1 byte each.
   std::vector<torch::Tensor> reads;
   for (int64_t start = 0; start < tk; start += block) {
-    const torch::Tensor slice = allowed.narrow(3, start, std::min(block, tk - start));  // (B|1,1,Tq,bk)
+    const torch::Tensor slice = mask.block(0, tq, start, std::min(block, tk - start));  // (B|1,1,Tq,bk)
     reads.push_back(slice.any(/*dim=*/3).flatten(0, 1).any(/*dim=*/0));                 // (Tq)
   }
   const torch::Tensor table = torch::stack(reads).to(torch::kCPU).contiguous();  // (blocks, Tq)
@@ -84,15 +120,13 @@ KeyBlock block_at(const std::vector<int64_t>& plan, std::size_t index) {
 
 // Scores of one block for queries already multiplied by 1/sqrt(dk), forbidden keys at -inf so that exp()
 // gives exactly 0. q_rows (B,Hkv,n*G,dk), keys (B,Hkv,bk,dk) -> (B,Hkv,n*G,bk) in the accumulation dtype.
-torch::Tensor block_scores(const torch::Tensor& q_rows, const torch::Tensor& keys,
-                           const torch::Tensor& allowed, const KeyBlock& kb, int64_t group,
-                           torch::ScalarType acc) {
+torch::Tensor block_scores(const torch::Tensor& q_rows, const torch::Tensor& keys, const MaskArgument& mask,
+                           const KeyBlock& kb, int64_t group, torch::ScalarType acc) {
   torch::Tensor scores = torch::matmul(q_rows, keys.transpose(-2, -1)).to(acc);  // (B,Hkv,n*G,bk)
-  if (allowed.defined()) {
+  if (mask.defined()) {
     const int64_t batch = scores.size(0), kv_heads = scores.size(1);
     // The mask slice is shared by every head: (B|1,1,n,1,bk) broadcasts over Hkv and G.
-    const torch::Tensor forbidden =
-        allowed.narrow(2, kb.query_start, kb.queries).narrow(3, kb.key_start, kb.keys).logical_not();
+    const torch::Tensor forbidden = mask.block(kb.query_start, kb.queries, kb.key_start, kb.keys).logical_not();
     scores.view({batch, kv_heads, kb.queries, group, kb.keys}).masked_fill_(forbidden.unsqueeze(3), -kInf);
   }
   return scores;
@@ -104,10 +138,6 @@ torch::ScalarType accumulation_type(const torch::Tensor& x) {
                                                                                 : x.scalar_type();
 }
 
-// Not a tensor argument of apply(): the mask gets no gradient and may be undefined.
-struct MaskArgument {
-  torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool or undefined
-};
 
 class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFunction> {
  public:
@@ -117,7 +147,7 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
     const int64_t hq = q.size(1), tq = q.size(2), dk = q.size(3), hkv = k.size(1), tk = k.size(2);
     const int64_t group = hq / hkv;
     const torch::ScalarType acc = accumulation_type(q);
-    const std::vector<int64_t> plan = plan_blocks(mask.allowed, tq, tk, block);
+    const std::vector<int64_t> plan = plan_blocks(mask, tq, tk, block);
     const torch::Tensor q_rows =
         to_rows(q, hkv) * (1.0 / std::sqrt(static_cast<double>(dk)));  // (B,Hkv,Tq*G,dk)
 
@@ -132,8 +162,8 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
       const KeyBlock kb = block_at(plan, i);
       const int64_t row = kb.query_start * group, rows = kb.queries * group;
       const torch::Tensor scores =
-          block_scores(q_rows.narrow(2, row, rows), k.narrow(2, kb.key_start, kb.keys), mask.allowed, kb,
-                       group, acc);                        // (B,Hkv,n*G,bk)
+          block_scores(q_rows.narrow(2, row, rows), k.narrow(2, kb.key_start, kb.keys), mask, kb, group,
+                       acc);                               // (B,Hkv,n*G,bk)
       torch::Tensor m = running_max.narrow(2, row, rows);  // views: updated in place
       torch::Tensor l = running_sum.narrow(2, row, rows);
       torch::Tensor u = weighted.narrow(2, row, rows);
@@ -158,7 +188,7 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
     const torch::Tensor out = from_rows(out_rows.to(q.scalar_type()), hq);  // (B,Hq,Tq,dk)
 
     ctx->save_for_backward({q, k, v, out, lse});
-    if (mask.allowed.defined()) ctx->saved_data["allowed"] = mask.allowed;
+    MaskArgument(mask).save(ctx);
     ctx->saved_data["plan"] = plan;
     return out;
   }
@@ -169,8 +199,7 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     const torch::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &out = saved[3], &lse = saved[4];
-    const torch::Tensor allowed =
-        ctx->saved_data.count("allowed") > 0 ? ctx->saved_data["allowed"].toTensor() : torch::Tensor();
+    const MaskArgument mask = MaskArgument::load(ctx);
     const std::vector<int64_t> plan = ctx->saved_data["plan"].toIntVector();
     const int64_t hq = q.size(1), dk = q.size(3), hkv = k.size(1), group = hq / hkv;
     const torch::ScalarType acc = accumulation_type(q);
@@ -191,7 +220,7 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
       const torch::Tensor dob = d_out_rows.narrow(2, row, rows);                     // (B,Hkv,n*G,dk)
       const torch::Tensor keys = k.narrow(2, kb.key_start, kb.keys);                 // (B,Hkv,bk,dk)
       const torch::Tensor values = v.narrow(2, kb.key_start, kb.keys);               // (B,Hkv,bk,dk)
-      const torch::Tensor scores = block_scores(qb, keys, allowed, kb, group, acc);  // (B,Hkv,n*G,bk)
+      const torch::Tensor scores = block_scores(qb, keys, mask, kb, group, acc);  // (B,Hkv,n*G,bk)
       const torch::Tensor p = torch::exp(scores - lse.narrow(2, row, rows));         // (B,Hkv,n*G,bk)
       const torch::Tensor p_in = p.to(v.scalar_type());
       // Each key block occurs once in the plan, so its dK/dV rows are written, not accumulated.
@@ -209,8 +238,9 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
 
 }  // namespace
 
-torch::Tensor attention_flash(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              const torch::Tensor& allowed, int64_t block) {
+namespace {
+
+void check_flash_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t block) {
   TORCH_CHECK(q.dim() == 4, "[attention] expected q (B,Hq,Tq,dk), got ", q.sizes());
   TORCH_CHECK(k.dim() == 4 && k.size(0) == q.size(0) && k.size(3) == q.size(3),
               "[attention] expected k (B,Hkv,Tk,dk) matching q's B and dk ", q.sizes(), ", got ", k.sizes());
@@ -219,6 +249,13 @@ torch::Tensor attention_flash(const torch::Tensor& q, const torch::Tensor& k, co
   TORCH_CHECK(k.size(1) > 0 && q.size(1) % k.size(1) == 0, "[attention] expected Hq=", q.size(1),
               " divisible by Hkv=", k.size(1));
   TORCH_CHECK(block >= 1, "[attention] expected flash block >= 1, got ", block);
+}
+
+}  // namespace
+
+torch::Tensor attention_flash(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& allowed, int64_t block) {
+  check_flash_inputs(q, k, v, block);
   if (allowed.defined()) {
     TORCH_CHECK(allowed.scalar_type() == torch::kBool, "[attention] expected a bool mask, got ",
                 allowed.scalar_type());
@@ -227,7 +264,17 @@ torch::Tensor attention_flash(const torch::Tensor& q, const torch::Tensor& k, co
                 "[attention] expected mask (B|1,1,Tq,Tk) with B=", q.size(0), " Tq=", q.size(2),
                 " Tk=", k.size(2), ", got ", allowed.sizes());
   }
-  return FlashAttentionFunction::apply(q, k, v, MaskArgument{allowed}, block);
+  return FlashAttentionFunction::apply(q, k, v, MaskArgument{allowed, {}}, block);
+}
+
+torch::Tensor attention_flash(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const MaskParts& mask, int64_t block) {
+  check_flash_inputs(q, k, v, block);
+  const int64_t tq = mask.query_index.size(-1), tk = mask.key_index.size(-1);
+  TORCH_CHECK(tq == q.size(2) && tk == k.size(2), "[attention] expected mask parts for Tq=", q.size(2),
+              " Tk=", k.size(2), ", got query_index ", mask.query_index.sizes(), " and key_index ",
+              mask.key_index.sizes());
+  return FlashAttentionFunction::apply(q, k, v, MaskArgument{torch::Tensor(), mask}, block);
 }
 
 }  // namespace causal

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "model/mask.h"
+
 namespace causal {
 
 // The contract of attention_kernels.h (q (B,Hq,Tq,dk), k/v (B,Hkv,Tk,dk), query head h reads KV head
@@ -16,5 +18,10 @@ namespace causal {
 // repeated. No dropout on the weights (the config refuses dropout with flash). Differentiable in q, k, v.
 at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const at::Tensor& allowed, int64_t block);
+
+// The same with the mask given by its parts: each block's mask is built when the block is computed (and
+// again in backward), so nothing of size Tq x Tk exists at any time, not even in bool.
+at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const MaskParts& mask, int64_t block);
 
 }  // namespace causal

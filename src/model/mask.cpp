@@ -48,4 +48,18 @@ torch::Tensor build_allowed_mask(const torch::Tensor& query_index, const torch::
   return allowed.unsqueeze(1);  // (B,1,Tq,Tk): broadcasts over heads
 }
 
+at::Tensor MaskParts::build() const {
+  return build_allowed_mask(query_index, key_index, key_valid, query_segment, key_segment);
+}
+
+at::Tensor MaskParts::block(int64_t query_start, int64_t queries, int64_t key_start, int64_t keys) const {
+  // Index tensors are (T) or (B,T): their last dimension is time.
+  const auto queries_of = [&](const at::Tensor& t) {
+    return t.defined() ? t.narrow(-1, query_start, queries) : t;
+  };
+  const auto keys_of = [&](const at::Tensor& t) { return t.defined() ? t.narrow(-1, key_start, keys) : t; };
+  return build_allowed_mask(queries_of(query_index), keys_of(key_index), keys_of(key_valid),
+                            queries_of(query_segment), keys_of(key_segment));
+}
+
 }  // namespace causal

@@ -18,4 +18,19 @@ at::Tensor build_allowed_mask(const at::Tensor& query_index, const at::Tensor& k
                               const at::Tensor& key_valid, const at::Tensor& query_segment,
                               const at::Tensor& key_segment);
 
+// The arguments of build_allowed_mask, kept so that a kernel can build the mask of one block of queries and
+// keys at a time and never hold the (B,1,Tq,Tk) whole (flash at long context).
+struct MaskParts {
+  at::Tensor query_index;    // (B|1,Tq) or (Tq)
+  at::Tensor key_index;      // (B|1,Tk) or (Tk)
+  at::Tensor key_valid;      // (B,Tk) or undefined
+  at::Tensor query_segment;  // (B,Tq) or undefined
+  at::Tensor key_segment;    // (B,Tk) or undefined
+
+  bool defined() const { return query_index.defined(); }
+  at::Tensor build() const;  // the whole (B|1,1,Tq,Tk) mask
+  // Queries [query_start, +queries) against keys [key_start, +keys): (B|1,1,queries,keys).
+  at::Tensor block(int64_t query_start, int64_t queries, int64_t key_start, int64_t keys) const;
+};
+
 }  // namespace causal

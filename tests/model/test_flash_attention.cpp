@@ -29,7 +29,7 @@ struct FlashShape {
 
 // One random case: a causal mask over `keys` keys whose queries are the last `queries` indices (queries <
 // keys is the cached-decoding rectangle), with random key padding and/or random segments.
-torch::Tensor random_case_mask(const FlashShape& s, bool padding, bool segments) {
+MaskParts random_case_parts(const FlashShape& s, bool padding, bool segments) {
   const torch::Tensor key_index = torch::arange(s.keys);
   const torch::Tensor query_index = torch::arange(s.keys - s.queries, s.keys);
   torch::Tensor valid, key_segment, query_segment;
@@ -39,7 +39,11 @@ torch::Tensor random_case_mask(const FlashShape& s, bool padding, bool segments)
     key_segment = (torch::rand({s.batch, s.keys}) < 0.2).to(torch::kLong).cumsum(1);  // (B,Tk)
     query_segment = key_segment.narrow(1, s.keys - s.queries, s.queries);             // (B,Tq)
   }
-  return build_allowed_mask(query_index, key_index, valid, query_segment, key_segment);  // (B|1,1,Tq,Tk)
+  return {query_index, key_index, valid, query_segment, key_segment};
+}
+
+torch::Tensor random_case_mask(const FlashShape& s, bool padding, bool segments) {
+  return random_case_parts(s, padding, segments).build();  // (B|1,1,Tq,Tk)
 }
 
 struct FlashGradients {
@@ -47,13 +51,16 @@ struct FlashGradients {
 };
 
 // Output and dQ, dK, dV through autograd for one upstream gradient.
+// With `parts` defined, flash builds its block masks from them and `allowed` is not used by it.
 FlashGradients run_kernel(bool flash, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& allowed, const torch::Tensor& upstream, int64_t block) {
+                          const torch::Tensor& allowed, const torch::Tensor& upstream, int64_t block,
+                          const MaskParts& parts = {}) {
   const auto qq = q.detach().requires_grad_(true);
   const auto kk = k.detach().requires_grad_(true);
   const auto vv = v.detach().requires_grad_(true);
-  const torch::Tensor out = flash ? attention_flash(qq, kk, vv, allowed, block)
-                                  : attention_reference(qq, kk, vv, allowed, 0.0, false).out;
+  const torch::Tensor out = !flash           ? attention_reference(qq, kk, vv, allowed, 0.0, false).out
+                            : parts.defined() ? attention_flash(qq, kk, vv, parts, block)
+                                              : attention_flash(qq, kk, vv, allowed, block);
   (out * upstream).sum().backward();
   return {out.detach(), qq.grad(), kk.grad(), vv.grad()};
 }
@@ -112,9 +119,12 @@ CATCH_TEST_CASE("flash: outputs and gradients equal the reference over shapes, m
         const auto k = torch::randn({s.batch, s.kv_heads, s.keys, s.dk});
         const auto v = torch::randn({s.batch, s.kv_heads, s.keys, s.dk});
         const auto upstream = torch::randn({s.batch, s.query_heads, s.queries, s.dk});
-        const auto allowed = random_case_mask(s, padding, segments);
+        const MaskParts parts = random_case_parts(s, padding, segments);
+        const auto allowed = parts.build();
         const FlashGradients reference = run_kernel(false, q, k, v, allowed, upstream, block);
         check_same(run_kernel(true, q, k, v, allowed, upstream, block), reference);
+        // Block masks built from the parts, as the model runs flash: the whole mask never exists.
+        check_same(run_kernel(true, q, k, v, torch::Tensor(), upstream, block, parts), reference);
         if (allowed.any().item<bool>()) {
           CATCH_CHECK(reference.out.abs().max().item<double>() > 1e-3);  // not vacuous: real signal
         }
@@ -184,7 +194,7 @@ CATCH_TEST_CASE("flash: no silent dropout, and weights still come from the refer
   CATCH_REQUIRE(probed.weights.defined());
   CATCH_CHECK(largest_diff(probed.out, plain.out) < 1e-5);
   CATCH_CHECK_THROWS_AS(attention_flash(torch::randn({1, 2, 3, 4}), torch::randn({1, 2, 3, 4}),
-                                        torch::randn({1, 2, 3, 4}), {}, 0),
+                                        torch::randn({1, 2, 3, 4}), torch::Tensor(), 0),
                         c10::Error);
 }
 
