@@ -91,16 +91,16 @@ ThreadSplit thread_split_from_json(const nlohmann::json& json, const std::string
 
 nlohmann::json TrainingState::to_json() const {
   nlohmann::json json = {{"format", kStateFormat},
-          {"step", step},
-          {"tokens_seen", tokens_seen},
-          {"skipped_steps", skipped_steps},
-          {"initial_loss", initial_loss},
-          {"data", data},
-          {"data_identity", data_identity},
-          {"rng", rng},
-          {"consecutive_skips", consecutive_skips},
-          {"spike_detector", spike_detector},
-          {"world_size", world_size}};
+                         {"step", step},
+                         {"tokens_seen", tokens_seen},
+                         {"skipped_steps", skipped_steps},
+                         {"initial_loss", initial_loss},
+                         {"data", data},
+                         {"data_identity", data_identity},
+                         {"rng", rng},
+                         {"consecutive_skips", consecutive_skips},
+                         {"spike_detector", spike_detector},
+                         {"world_size", world_size}};
   if (threads) json["threads"] = thread_split_to_json(*threads);
   return json;
 }

@@ -25,16 +25,16 @@ namespace causal {
 
 // state.json: everything besides tensors that the run needs to continue as if never stopped.
 struct TrainingState {
-  int64_t step = 0;               // optimizer steps completed (skipped ones included)
-  int64_t tokens_seen = 0;        // input positions fed to the model, padding included
-  int64_t skipped_steps = 0;      // updates skipped for non-finite values
-  double initial_loss = 0.0;      // fixed-batch loss before step one (results.json)
-  nlohmann::json data;            // BatchSource::state()
-  nlohmann::json data_identity;   // what the data must still be on resume (tokenizer, token counts)
-  nlohmann::json rng;             // capture_global_rng()
-  int64_t consecutive_skips = 0;  // skipped steps in a row (nonfinite = "skip")
-  nlohmann::json spike_detector;  // SpikeDetector::state()
-  int64_t world_size = 1;         // data-parallel ranks that trained it (absent in older checkpoints: 1)
+  int64_t step = 0;                    // optimizer steps completed (skipped ones included)
+  int64_t tokens_seen = 0;             // input positions fed to the model, padding included
+  int64_t skipped_steps = 0;           // updates skipped for non-finite values
+  double initial_loss = 0.0;           // fixed-batch loss before step one (results.json)
+  nlohmann::json data;                 // BatchSource::state()
+  nlohmann::json data_identity;        // what the data must still be on resume (tokenizer, token counts)
+  nlohmann::json rng;                  // capture_global_rng()
+  int64_t consecutive_skips = 0;       // skipped steps in a row (nonfinite = "skip")
+  nlohmann::json spike_detector;       // SpikeDetector::state()
+  int64_t world_size = 1;              // data-parallel ranks that trained it (absent in older checkpoints: 1)
   std::optional<ThreadSplit> threads;  // the CPU thread split it was trained with (absent in older ones)
 
   nlohmann::json to_json() const;

@@ -57,12 +57,12 @@ fs::path write_forensics(const fs::path& run_dir, const ForensicsBundle& bundle,
     }
   }
   nlohmann::json state = {{"step", bundle.step},
-                                {"lr", bundle.lr},
-                                {"message", bundle.message},
-                                {"micro_batches", bundle.micro_batches.size()},
-                                {"rng", bundle.rng_before},
-                                {"fault", bundle.fault},
-                                {"last_checkpoint", bundle.last_checkpoint}};
+                          {"lr", bundle.lr},
+                          {"message", bundle.message},
+                          {"micro_batches", bundle.micro_batches.size()},
+                          {"rng", bundle.rng_before},
+                          {"fault", bundle.fault},
+                          {"last_checkpoint", bundle.last_checkpoint}};
   if (bundle.threads) state["threads"] = thread_split_to_json(*bundle.threads);
   const fs::path root = run_dir / "forensics";
   fs::create_directories(root);

@@ -24,12 +24,12 @@ namespace causal {
 struct ForensicsBundle {
   int64_t step = 0;  // 1-based: the step that failed
   double lr = 0.0;
-  std::string message;               // why the run stopped, naming the first non-finite tensor
-  std::vector<Batch> micro_batches;  // the step's inputs (any device when written; CPU when read)
-  nlohmann::json rng_before;         // capture_global_rng() before the step's forward pass
-  std::string fault;                 // FaultInjection::describe() of an injected fault, "" for none
-  std::string last_checkpoint;       // the newest checkpoint written before the failure, "" for none
-  nlohmann::json config;             // the resolved config
+  std::string message;                 // why the run stopped, naming the first non-finite tensor
+  std::vector<Batch> micro_batches;    // the step's inputs (any device when written; CPU when read)
+  nlohmann::json rng_before;           // capture_global_rng() before the step's forward pass
+  std::string fault;                   // FaultInjection::describe() of an injected fault, "" for none
+  std::string last_checkpoint;         // the newest checkpoint written before the failure, "" for none
+  nlohmann::json config;               // the resolved config
   std::optional<ThreadSplit> threads;  // the run's CPU thread split (absent in older bundles)
 };
 

@@ -44,7 +44,8 @@ int64_t machine_cores() { return std::max<int64_t>(1, std::thread::hardware_conc
 
 std::string ThreadSplit::describe() const {
   if (!has_openblas()) return std::to_string(aten) + " ATen thread" + (aten == 1 ? "" : "s");
-  return std::to_string(aten) + " ATen + " + std::to_string(blas) + " OpenBLAS thread" + (blas == 1 ? "" : "s");
+  return std::to_string(aten) + " ATen + " + std::to_string(blas) + " OpenBLAS thread" +
+         (blas == 1 ? "" : "s");
 }
 
 ThreadSplit thread_split_for(int64_t configured, int64_t cores, std::optional<double> busy_elsewhere,
@@ -114,7 +115,8 @@ ThreadChoice choose_thread_split(int64_t configured, int64_t cores, bool sample_
     choice.why = "threads " + std::to_string(configured) + " in the config";
   } else {
     char text[96];
-    std::snprintf(text, sizeof(text), busy ? "threads 0: %lld cores, %.2f busy elsewhere" : "threads 0: %lld cores",
+    std::snprintf(text, sizeof(text),
+                  busy ? "threads 0: %lld cores, %.2f busy elsewhere" : "threads 0: %lld cores",
                   static_cast<long long>(cores), busy.value_or(0.0));
     choice.why = text;
   }

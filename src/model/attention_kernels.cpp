@@ -64,9 +64,9 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
   if (allowed.defined()) {
     const SafeMask safe = make_safe_mask(allowed, q, k);
     // -inf, not a large negative number, so that exp gives exactly 0 for forbidden keys.
-    const torch::Tensor bias =
-        torch::zeros(safe.mask.sizes(), q.options())
-            .masked_fill_(safe.mask.logical_not(), -std::numeric_limits<double>::infinity());  // (B|1,1,Tq,Tk)
+    const torch::Tensor bias = torch::zeros(safe.mask.sizes(), q.options())
+                                   .masked_fill_(safe.mask.logical_not(),
+                                                 -std::numeric_limits<double>::infinity());  // (B|1,1,Tq,Tk)
     // One copy of the bias per head is the output buffer the product accumulates into.
     scores = bias.expand({batch, heads, tq, tk}).reshape({batch * heads, tq, tk}).contiguous();
     scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/1.0);

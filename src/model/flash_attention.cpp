@@ -126,7 +126,8 @@ torch::Tensor block_scores(const torch::Tensor& q_rows, const torch::Tensor& key
   if (mask.defined()) {
     const int64_t batch = scores.size(0), kv_heads = scores.size(1);
     // The mask slice is shared by every head: (B|1,1,n,1,bk) broadcasts over Hkv and G.
-    const torch::Tensor forbidden = mask.block(kb.query_start, kb.queries, kb.key_start, kb.keys).logical_not();
+    const torch::Tensor forbidden =
+        mask.block(kb.query_start, kb.queries, kb.key_start, kb.keys).logical_not();
     scores.view({batch, kv_heads, kb.queries, group, kb.keys}).masked_fill_(forbidden.unsqueeze(3), -kInf);
   }
   return scores;
@@ -137,7 +138,6 @@ torch::ScalarType accumulation_type(const torch::Tensor& x) {
   return x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16 ? torch::kFloat
                                                                                 : x.scalar_type();
 }
-
 
 class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFunction> {
  public:
@@ -216,12 +216,12 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
     for (std::size_t i = 0; i < plan.size() / 4; ++i) {
       const KeyBlock kb = block_at(plan, i);
       const int64_t row = kb.query_start * group, rows = kb.queries * group;
-      const torch::Tensor qb = q_rows.narrow(2, row, rows);                          // (B,Hkv,n*G,dk)
-      const torch::Tensor dob = d_out_rows.narrow(2, row, rows);                     // (B,Hkv,n*G,dk)
-      const torch::Tensor keys = k.narrow(2, kb.key_start, kb.keys);                 // (B,Hkv,bk,dk)
-      const torch::Tensor values = v.narrow(2, kb.key_start, kb.keys);               // (B,Hkv,bk,dk)
+      const torch::Tensor qb = q_rows.narrow(2, row, rows);                       // (B,Hkv,n*G,dk)
+      const torch::Tensor dob = d_out_rows.narrow(2, row, rows);                  // (B,Hkv,n*G,dk)
+      const torch::Tensor keys = k.narrow(2, kb.key_start, kb.keys);              // (B,Hkv,bk,dk)
+      const torch::Tensor values = v.narrow(2, kb.key_start, kb.keys);            // (B,Hkv,bk,dk)
       const torch::Tensor scores = block_scores(qb, keys, mask, kb, group, acc);  // (B,Hkv,n*G,bk)
-      const torch::Tensor p = torch::exp(scores - lse.narrow(2, row, rows));         // (B,Hkv,n*G,bk)
+      const torch::Tensor p = torch::exp(scores - lse.narrow(2, row, rows));      // (B,Hkv,n*G,bk)
       const torch::Tensor p_in = p.to(v.scalar_type());
       // Each key block occurs once in the plan, so its dK/dV rows are written, not accumulated.
       dv_all.narrow(2, kb.key_start, kb.keys)
@@ -240,7 +240,8 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
 
 namespace {
 
-void check_flash_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t block) {
+void check_flash_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        int64_t block) {
   TORCH_CHECK(q.dim() == 4, "[attention] expected q (B,Hq,Tq,dk), got ", q.sizes());
   TORCH_CHECK(k.dim() == 4 && k.size(0) == q.size(0) && k.size(3) == q.size(3),
               "[attention] expected k (B,Hkv,Tk,dk) matching q's B and dk ", q.sizes(), ", got ", k.sizes());

@@ -125,7 +125,8 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   AttentionContext context;
   context.mask = MaskParts{query_index, key_index, key_valid, inputs.segment_ids, key_segment};
   // Flash builds each block's mask itself; the other kernels, and returned weights, need the whole mask.
-  if (config_.attention != AttentionKind::kFlash || options.collect_attention) context.allowed = context.mask.build();
+  if (config_.attention != AttentionKind::kFlash || options.collect_attention)
+    context.allowed = context.mask.build();
   if (config_.position == PositionKind::kRope) {
     context.rope = rope_tables(positions, config_.head_dim(), config_.rope, x.scalar_type());
     context.pairing = config_.rope.pairing;

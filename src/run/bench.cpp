@@ -124,9 +124,8 @@ std::string format_bench(const BenchResult& r, const RunConfig& config) {
                 config.name.c_str(), static_cast<long long>(config.model.n_layers),
                 static_cast<long long>(config.model.d_model), static_cast<long long>(config.train.batch_size),
                 static_cast<long long>(config.train.grad_accum), r.thread_choice.split.describe().c_str(),
-                r.thread_choice.why.c_str(),
-                r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms, r.tokens_per_s, r.achieved_gflops,
-                r.matmul_peak_gflops, r.mfu, r.peak_rss_mib);
+                r.thread_choice.why.c_str(), r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms,
+                r.tokens_per_s, r.achieved_gflops, r.matmul_peak_gflops, r.mfu, r.peak_rss_mib);
   return text;
 }
 

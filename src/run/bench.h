@@ -27,7 +27,7 @@ struct BenchResult {
   double matmul_peak_gflops = 0.0;
   double mfu = 0.0;
   double peak_rss_mib = 0.0;
-  int64_t threads = 0;  // the larger pool of the split: OpenBLAS's where LibTorch uses it, else ATen's
+  int64_t threads = 0;         // the larger pool of the split: OpenBLAS's where LibTorch uses it, else ATen's
   ThreadChoice thread_choice;  // not in the JSON: its keys are the figures above
 
   nlohmann::json to_json() const;  // exactly the fields above, by name

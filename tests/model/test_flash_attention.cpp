@@ -58,7 +58,7 @@ FlashGradients run_kernel(bool flash, const torch::Tensor& q, const torch::Tenso
   const auto qq = q.detach().requires_grad_(true);
   const auto kk = k.detach().requires_grad_(true);
   const auto vv = v.detach().requires_grad_(true);
-  const torch::Tensor out = !flash           ? attention_reference(qq, kk, vv, allowed, 0.0, false).out
+  const torch::Tensor out = !flash            ? attention_reference(qq, kk, vv, allowed, 0.0, false).out
                             : parts.defined() ? attention_flash(qq, kk, vv, parts, block)
                                               : attention_flash(qq, kk, vv, allowed, block);
   (out * upstream).sum().backward();
