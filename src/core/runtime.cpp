@@ -27,6 +27,10 @@ namespace {
 using SetThreads = void (*)(int);
 using GetThreads = int (*)();
 
+SetThreads openblas_set_num_threads() {
+  return reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+}
+
 }  // namespace
 
 int blas_num_threads() {
@@ -35,10 +39,10 @@ int blas_num_threads() {
 }
 
 void set_blas_num_threads(int threads) {
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(threads);
+  if (SetThreads set = openblas_set_num_threads()) set(threads);
 }
 
-bool has_openblas() { return dlsym(RTLD_DEFAULT, "openblas_set_num_threads") != nullptr; }
+bool has_openblas() { return openblas_set_num_threads() != nullptr; }
 
 int64_t machine_cores() { return std::max<int64_t>(1, std::thread::hardware_concurrency()); }
 

@@ -67,7 +67,8 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
     const torch::Tensor bias = torch::zeros(safe.mask.sizes(), q.options())
                                    .masked_fill_(safe.mask.logical_not(),
                                                  -std::numeric_limits<double>::infinity());  // (B|1,1,Tq,Tk)
-    // One copy of the bias per head is the output buffer the product accumulates into.
+    // One copy of the bias per head is the output buffer the product accumulates into; contiguous, because
+    // reshape may keep the expand's zero strides and the product would then write over itself.
     scores = bias.expand({batch, heads, tq, tk}).reshape({batch * heads, tq, tk}).contiguous();
     scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/1.0);
     has_key = safe.has_key.to(q.scalar_type());  // (B|1,1,Tq,1)

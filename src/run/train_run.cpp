@@ -184,10 +184,11 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   const std::optional<CheckpointInfo> from = ranks.share_start(checkpoint_to_continue(plan));
   check_stop_at_step(request, steps, from);
   // Chosen once, before this process loads the cores itself; a resumed run keeps the one it was trained with.
-  ThreadChoice threads = RankContext::thread_split(config.threads);
-  if (from && from->state.threads && config.threads == 0 && from->state.world_size == ranks.world_size()) {
-    threads = {*from->state.threads, "as the checkpoint was trained"};
-  }
+  const bool keep_checkpoint_split =
+      from && from->state.threads && config.threads == 0 && from->state.world_size == ranks.world_size();
+  const ThreadChoice threads = keep_checkpoint_split
+                                   ? ThreadChoice{*from->state.threads, "as the checkpoint was trained"}
+                                   : RankContext::thread_split(config.threads);
   apply_thread_split(threads.split);
 
   std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);

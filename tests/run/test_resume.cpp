@@ -17,6 +17,7 @@
 #include "run/run_folder.h"
 #include "run/train_run.h"
 #include "support/byte_docs.h"
+#include "support/cli.h"
 #include "support/scratch_dir.h"
 
 using namespace causal;
@@ -237,7 +238,6 @@ CATCH_TEST_CASE("resume with threads 0 keeps the CPU thread split the checkpoint
   CATCH_CHECK(first->blas >= 1);
   resumable_run(config, dir);
   CATCH_CHECK(stored_split(config.train.steps) == first);
-  std::ifstream log(dir / "log.txt");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  CATCH_CHECK_THAT(text, Catch::Matchers::Contains(first->describe() + " (as the checkpoint was trained)"));
+  CATCH_CHECK_THAT(testing::slurp(dir / "log.txt"),
+                   Catch::Matchers::Contains(first->describe() + " (as the checkpoint was trained)"));
 }
