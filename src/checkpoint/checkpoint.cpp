@@ -11,11 +11,10 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
-#include <type_traits>
 
 #include "checkpoint/checkpoint_dir.h"
 #include "core/errors.h"
+#include "core/optim_compat.h"
 #include "core/rng_state.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
@@ -29,20 +28,6 @@ constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kStateFile = "state.json";
 constexpr const char* kConfigFile = "config.json";
 constexpr int kStateFormat = 1;
-
-// The optimizer's state map is keyed by the parameter's TensorImpl: as text in LibTorch 1.x, as the
-// pointer itself in 2.x. The key type decides which.
-template <class StateMap>
-typename StateMap::key_type state_key(const StateMap&, const at::Tensor& parameter) {
-  using Key = typename StateMap::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream text;
-    text << parameter.unsafeGetTensorImpl();
-    return text.str();
-  } else {
-    return static_cast<Key>(parameter.unsafeGetTensorImpl());
-  }
-}
 
 nlohmann::json read_json_file(const fs::path& path) {
   std::ifstream in(path);

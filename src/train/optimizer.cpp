@@ -1,6 +1,8 @@
 // AdamW set-up.
 #include "train/optimizer.h"
 
+#include "train/flat_adamw.h"
+
 namespace causal {
 
 bool is_no_decay_parameter(const std::string& name) {
@@ -25,7 +27,7 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, options(config.weight_decay));
   groups.emplace_back(no_decay, options(config.decay_norms_and_embeddings ? config.weight_decay : 0.0));
-  return std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
+  return std::make_unique<FlatAdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {

@@ -17,6 +17,7 @@
 
 #include "core/errors.h"
 #include "core/runtime.h"
+#include "train/peak_cache.h"
 
 namespace causal {
 
@@ -55,6 +56,16 @@ double measure_once(const c10::Device& device) {
   return best;
 }
 
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string describe_age(double seconds) {
+  if (seconds < 120) return std::to_string(static_cast<int64_t>(seconds)) + " s ago";
+  if (seconds < 7200) return std::to_string(static_cast<int64_t>(seconds / 60)) + " min ago";
+  return std::to_string(static_cast<int64_t>(seconds / 3600)) + " h ago";
+}
+
 }  // namespace
 
 double measure_matmul_peak(const c10::Device& device) {
@@ -65,12 +76,22 @@ double measure_matmul_peak(const c10::Device& device) {
   const std::lock_guard<std::mutex> lock(mutex);
   const auto known = peaks.find(device.str());
   if (known != peaks.end()) return known->second;
-  return peaks[device.str()] = measure_once(device);
+  const double peak = peaks[device.str()] = measure_once(device);
+  if (const auto file = peak_cache_file())
+    store_cached_peak(*file, peak_cache_key(device), peak / 1e9, unix_seconds());
+  return peak;
 }
 
 MatmulPeak matmul_peak(const c10::Device& device) {
   const char* inherited = std::getenv(kMatmulPeakVariable);
-  if (inherited == nullptr || *inherited == '\0') return {measure_matmul_peak(device), "measured here"};
+  if (inherited == nullptr || *inherited == '\0') {
+    if (const auto file = peak_cache_file()) {
+      if (const auto cached = read_cached_peak(*file, peak_cache_key(device), unix_seconds()))
+        return {cached->gflops * 1e9, "measured on this machine " + describe_age(cached->age_seconds) +
+                                          ", kept in " + file->string()};
+    }
+    return {measure_matmul_peak(device), "measured here"};
+  }
   char* end = nullptr;
   const double gflops = std::strtod(inherited, &end);
   if (*end != '\0' || !std::isfinite(gflops) || gflops <= 0) {

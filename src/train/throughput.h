@@ -11,7 +11,7 @@ namespace causal {
 // FLOP/s of the fastest float32 n x n x n matmul on `device` over n = 512, 768, 1024, 1536, 2048 (2 n^3
 // FLOPs each, after a warm-up of each size), with every core the BLAS can use, as a user measuring the
 // machine would; the run's own thread settings are restored afterwards. Measured once per device and
-// process, then remembered.
+// process, then remembered, and stored in the peak cache (train/peak_cache.h) for later processes.
 double measure_matmul_peak(const c10::Device& device);
 
 // A parent that starts several runs at once (`causal sweep`, the test suite) measures once and passes
@@ -20,9 +20,11 @@ inline constexpr const char* kMatmulPeakVariable = "CAUSAL_MATMUL_PEAK_GFLOPS";
 
 struct MatmulPeak {
   double flops = 0.0;  // per second
-  std::string source;  // "measured here" or "from CAUSAL_MATMUL_PEAK_GFLOPS"
+  std::string source;  // "measured here", "measured on this machine 5 min ago, kept in <file>" or
+                       // "from CAUSAL_MATMUL_PEAK_GFLOPS"
 };
-// The peak MFU is reported against: kMatmulPeakVariable when set, else measure_matmul_peak(device).
+// The peak MFU is reported against: kMatmulPeakVariable when set, else the peak cache's entry for this
+// machine when it is at most a day old, else measure_matmul_peak(device). `causal bench` always measures.
 // Throws UsageError naming the variable when its value is not a positive number of GFLOP/s.
 MatmulPeak matmul_peak(const c10::Device& device);
 

@@ -126,7 +126,9 @@ double clip_gradients(torch::nn::Module& model, double max_norm) {
   // gradients alone: scaling by NaN would hide which parameter's gradient went bad first.
   if (max_norm > 0 && std::isfinite(value)) {
     const torch::Tensor coefficient = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
-    for (torch::Tensor& g : grads) g.mul_(coefficient);
+    // A coefficient of 1 leaves every gradient bit as it is: no pass over them (one op per parameter).
+    if (coefficient.item<float>() < 1.0f)
+      for (torch::Tensor& g : grads) g.mul_(coefficient);
   }
   return value;
 }
