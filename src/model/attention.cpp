@@ -74,7 +74,9 @@ AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionCo
   const double dropout_p = is_training() ? options_.dropout() : 0.0;
   AttentionResult result;
   if (options_.kernel() == AttentionKind::kReference || context.want_weights) {
-    result = attention_reference(q, k, v, context.allowed, dropout_p, context.want_weights);
+    result = context.prepared.defined()
+                 ? attention_reference(q, k, v, context.prepared, dropout_p, context.want_weights)
+                 : attention_reference(q, k, v, context.allowed, dropout_p, context.want_weights);
   } else if (options_.kernel() == AttentionKind::kFlash) {
     // The tiled kernel never holds a block's weights long enough to drop them consistently in backward.
     TORCH_CHECK(dropout_p == 0.0, "[attention] \"flash\" applies no attention-weight dropout, got dropout ",
@@ -82,7 +84,8 @@ AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionCo
     result.out = context.allowed.defined() ? attention_flash(q, k, v, context.allowed, options_.block())
                                            : attention_flash(q, k, v, context.mask, options_.block());
   } else {
-    result.out = attention_sdpa(q, k, v, context.allowed, dropout_p);
+    result.out = context.prepared.defined() ? attention_sdpa(q, k, v, context.prepared, dropout_p)
+                                            : attention_sdpa(q, k, v, context.allowed, dropout_p);
   }
   torch::Tensor out = result.out;  // (B,Hq,T,dk)
   if (context.ablate_head >= 0) {

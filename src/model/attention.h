@@ -44,6 +44,7 @@ using SublayerTrace = std::vector<std::pair<std::string, torch::Tensor>>;
 struct AttentionContext {
   MaskParts mask;         // what the mask is built from; Tk includes cached keys
   torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool, mask.build(); undefined when only "flash" reads the mask
+  PreparedMask prepared;  // `allowed` in the kernels' form; undefined = each layer prepares it
   RopeTables rope;        // tables for the new tokens' absolute positions; undefined = no RoPE
   RopePairing pairing = RopePairing::kInterleaved;
   KVCache* cache = nullptr;        // append this layer's K/V here and attend over all cached keys

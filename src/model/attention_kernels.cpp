@@ -28,27 +28,51 @@ torch::Tensor repeat_kv(const torch::Tensor& x, int64_t query_heads) {
   return group == 1 ? x : x.repeat_interleave(group, /*dim=*/1);  // (B,Hq,Tk,dk)
 }
 
-// A row with no allowed key would softmax over all -inf (NaN). Such rows attend everywhere instead (finite
-// values and gradients) and are zeroed afterwards by the returned 0/1 factor.
-struct SafeMask {
-  torch::Tensor mask;     // (B|1,1,Tq,Tk) bool, no all-false row
-  torch::Tensor has_key;  // (B|1,1,Tq,1) bool: the row had at least one allowed key
-};
-
-SafeMask make_safe_mask(const torch::Tensor& allowed, const torch::Tensor& q, const torch::Tensor& k) {
-  TORCH_CHECK(allowed.scalar_type() == torch::kBool, "[attention] expected a bool mask, got ",
-              allowed.scalar_type());
+void check_mask(const PreparedMask& mask, const torch::Tensor& q, const torch::Tensor& k) {
+  const torch::Tensor& allowed = mask.allowed;
   TORCH_CHECK(allowed.dim() == 4 && allowed.size(2) == q.size(2) && allowed.size(3) == k.size(2),
               "[attention] expected mask (B,1,Tq,Tk) with Tq=", q.size(2), " Tk=", k.size(2), ", got ",
               allowed.sizes());
-  torch::Tensor has_key = allowed.any(/*dim=*/-1, /*keepdim=*/true);  // (B|1,1,Tq,1)
-  return {allowed | has_key.logical_not(), has_key};
+}
+
+// A prepared mask is made in the model's dtype; under autocast the scores may be narrower.
+torch::Tensor in_dtype(const torch::Tensor& t, c10::ScalarType dtype) {
+  return t.scalar_type() == dtype ? t : t.to(dtype);
 }
 
 }  // namespace
 
+PreparedMask prepare_mask(const torch::Tensor& allowed, const torch::TensorOptions& scores, bool additive,
+                          bool rows_have_keys) {
+  TORCH_CHECK(allowed.scalar_type() == torch::kBool, "[attention] expected a bool mask, got ",
+              allowed.scalar_type());
+  PreparedMask mask;
+  mask.allowed = allowed;
+  if (!rows_have_keys) {
+    // A row with no allowed key would softmax over all -inf (NaN). Such rows attend everywhere instead
+    // (finite values and gradients) and are zeroed afterwards by has_key.
+    const torch::Tensor has_key = allowed.any(/*dim=*/-1, /*keepdim=*/true);  // (B|1,1,Tq,1)
+    mask.allowed = allowed | has_key.logical_not();
+    mask.has_key = has_key.to(scores.dtype());
+  }
+  if (additive) {
+    // -inf, not a large negative number, so that exp gives exactly 0 for forbidden keys.
+    mask.bias = torch::zeros(mask.allowed.sizes(), scores)
+                    .masked_fill_(mask.allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  }
+  return mask;
+}
+
 AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& allowed, double dropout_p, bool want_weights) {
+  const PreparedMask mask =
+      allowed.defined() ? prepare_mask(allowed, q.options(), /*additive=*/true, /*rows_have_keys=*/false)
+                        : PreparedMask();
+  return attention_reference(q, k, v, mask, dropout_p, want_weights);
+}
+
+AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                    const PreparedMask& mask, double dropout_p, bool want_weights) {
   check_qkv(q, k, v);
   const int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), dk = q.size(3), tk = k.size(2);
   const torch::Tensor keys = repeat_kv(k, heads);    // (B,Hq,Tk,dk)
@@ -61,17 +85,18 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
   // over an additive 0/-inf bias): two passes over the scores fewer, and two fewer in backward.
   torch::Tensor scores;
   torch::Tensor has_key;
-  if (allowed.defined()) {
-    const SafeMask safe = make_safe_mask(allowed, q, k);
-    // -inf, not a large negative number, so that exp gives exactly 0 for forbidden keys.
-    const torch::Tensor bias = torch::zeros(safe.mask.sizes(), q.options())
-                                   .masked_fill_(safe.mask.logical_not(),
-                                                 -std::numeric_limits<double>::infinity());  // (B|1,1,Tq,Tk)
-    // One copy of the bias per head is the output buffer the product accumulates into; contiguous, because
-    // reshape may keep the expand's zero strides and the product would then write over itself.
-    scores = bias.expand({batch, heads, tq, tk}).reshape({batch * heads, tq, tk}).contiguous();
+  if (mask.defined()) {
+    check_mask(mask, q, k);
+    const torch::Tensor bias =
+        mask.bias.defined()
+            ? in_dtype(mask.bias, q.scalar_type())
+            : prepare_mask(mask.allowed, q.options(), /*additive=*/true, /*rows_have_keys=*/true).bias;
+    // One copy of the bias per head is the output buffer the product accumulates into: always a copy, since
+    // the bias is shared by every layer (and by later batches of the same shape).
+    scores = torch::empty({batch * heads, tq, tk}, bias.options());
+    scores.view({batch, heads, tq, tk}).copy_(bias);
     scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/1.0);
-    has_key = safe.has_key.to(q.scalar_type());  // (B|1,1,Tq,1)
+    if (mask.has_key.defined()) has_key = in_dtype(mask.has_key, q.scalar_type());  // (B|1,1,Tq,1)
   } else {
     scores = torch::bmm(q3, kt3);
   }
@@ -87,17 +112,25 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
 
 torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& allowed, double dropout_p) {
+  const PreparedMask mask =
+      allowed.defined() ? prepare_mask(allowed, q.options(), /*additive=*/false, /*rows_have_keys=*/false)
+                        : PreparedMask();
+  return attention_sdpa(q, k, v, mask, dropout_p);
+}
+
+torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const PreparedMask& mask, double dropout_p) {
   check_qkv(q, k, v);
   const int64_t heads = q.size(1);
   // The fused op wants equal head counts (LibTorch 1.13 has no GQA mode).
   const torch::Tensor keys = repeat_kv(k, heads);    // (B,Hq,Tk,dk)
   const torch::Tensor values = repeat_kv(v, heads);  // (B,Hq,Tk,dk)
-  if (!allowed.defined()) {
+  if (!mask.defined()) {
     return fused_scaled_dot_product_attention(q, keys, values, torch::Tensor(), dropout_p);  // (B,Hq,Tq,dk)
   }
-  const SafeMask safe = make_safe_mask(allowed, q, k);
-  const torch::Tensor out = fused_scaled_dot_product_attention(q, keys, values, safe.mask, dropout_p);
-  return out * safe.has_key.to(out.scalar_type());  // (B,Hq,Tq,dk)
+  check_mask(mask, q, k);
+  const torch::Tensor out = fused_scaled_dot_product_attention(q, keys, values, mask.allowed, dropout_p);
+  return mask.has_key.defined() ? out * in_dtype(mask.has_key, out.scalar_type()) : out;  // (B,Hq,Tq,dk)
 }
 
 }  // namespace causal

@@ -37,9 +37,11 @@ AttentionResult BlockImpl::forward(const torch::Tensor& x, const AttentionContex
   const std::string name = "blocks." + std::to_string(context.layer);
   AttentionResult attended = attn_(attn_norm_(x), context);
   const torch::Tensor attn_out = poisoned_if(name + ".attn", context.poison, attended.out);  // (B,T,D)
-  torch::Tensor h = x + torch::dropout(attn_out, dropout_, train);                           // (B,T,D)
+  // Not even a no-op dropout call when it cannot drop: a small model's step is dispatch-bound.
+  const auto dropped = [&](const torch::Tensor& t) { return train ? torch::dropout(t, dropout_, true) : t; };
+  torch::Tensor h = x + dropped(attn_out);  // (B,T,D)
   const torch::Tensor ffn_out = poisoned_if(name + ".ffn", context.poison, ffn_(ffn_norm_(h)));
-  h = h + torch::dropout(ffn_out, dropout_, train);  // (B,T,D)
+  h = h + dropped(ffn_out);  // (B,T,D)
   if (context.trace != nullptr) {
     context.trace->emplace_back(name + ".attn", attn_out);
     context.trace->emplace_back(name + ".ffn", ffn_out);

@@ -122,11 +122,32 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   torch::Tensor key_segment = inputs.segment_ids;  // (B,Tk) or undefined
   if (cache != nullptr) std::tie(key_valid, key_segment) = cache->extend_keys(key_valid, key_segment, time);
 
+  // Batches carry key validity even without padding. All true, it masks nothing; on the CPU, where looking
+  // costs no device sync, such a batch is masked as unpadded: no row repair, and a mask kept per shape.
+  torch::Tensor mask_valid = key_valid;
+  if (mask_valid.defined() && mask_valid.device().is_cpu() && mask_valid.all().item<bool>())
+    mask_valid = torch::Tensor();
+
   AttentionContext context;
-  context.mask = MaskParts{query_index, key_index, key_valid, inputs.segment_ids, key_segment};
-  // Flash builds each block's mask itself; the other kernels, and returned weights, need the whole mask.
-  if (config_.attention != AttentionKind::kFlash || options.collect_attention)
-    context.allowed = context.mask.build();
+  context.mask = MaskParts{query_index, key_index, mask_valid, inputs.segment_ids, key_segment};
+  // Flash builds each block's mask itself; the other kernels, and returned weights, need the whole mask,
+  // prepared once here for every layer.
+  if (config_.attention != AttentionKind::kFlash || options.collect_attention) {
+    const bool additive = config_.attention != AttentionKind::kSdpa || options.collect_attention;
+    // Without key padding every query may read its own key, so no row is left without one.
+    const bool rows_have_keys = !mask_valid.defined();
+    const bool by_shape = rows_have_keys && !key_segment.defined() && cache == nullptr;
+    ShapeMask& memo = shape_mask_;
+    if (by_shape && memo.time == time && memo.device == x.device() && memo.dtype == x.scalar_type() &&
+        memo.additive == additive) {
+      context.allowed = memo.allowed;
+      context.prepared = memo.prepared;
+    } else {
+      context.allowed = context.mask.build();
+      context.prepared = prepare_mask(context.allowed, x.options(), additive, rows_have_keys);
+      if (by_shape) memo = {time, x.device(), x.scalar_type(), additive, context.allowed, context.prepared};
+    }
+  }
   if (config_.position == PositionKind::kRope) {
     context.rope = rope_tables(positions, config_.head_dim(), config_.rope, x.scalar_type());
     context.pairing = config_.rope.pairing;

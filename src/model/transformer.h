@@ -64,6 +64,18 @@ class TransformerImpl : public torch::nn::Module {
   std::vector<Block> blocks_;                   // L blocks, typed view of blocks_list_
   Norm final_norm_{nullptr};
   torch::nn::Linear head_{nullptr};  // D -> V; absent when tied
+
+  // The last mask that depended only on the sequence's shape (no key padding, no segments, no cache):
+  // batches of one shape reuse it instead of rebuilding it every forward.
+  struct ShapeMask {
+    int64_t time = -1;
+    c10::Device device = c10::kCPU;
+    c10::ScalarType dtype = c10::kFloat;
+    bool additive = false;
+    torch::Tensor allowed;
+    PreparedMask prepared;
+  };
+  ShapeMask shape_mask_;
 };
 TORCH_MODULE(Transformer);
 

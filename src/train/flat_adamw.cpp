@@ -25,18 +25,11 @@ bool FlatAdamW::eligible() const {
   for (const auto& group : param_groups_) {
     if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
     const std::vector<at::Tensor>& params = group.params();
-    int64_t step = -1;
     for (const at::Tensor& p : params) {
       const at::Tensor& grad = p.grad();
       if (!grad.defined() || grad.is_sparse() || grad.scalar_type() != p.scalar_type() ||
           p.scalar_type() != params.front().scalar_type() || p.device() != params.front().device())
         return false;
-      const auto found = state_.find(state_key(state_, p));
-      const int64_t s = found == state_.end()
-                            ? 0
-                            : static_cast<const torch::optim::AdamWParamState&>(*found->second).step();
-      if (step >= 0 && s != step) return false;
-      step = s;
     }
   }
   return true;
@@ -122,6 +115,14 @@ void adamw_update(at::Tensor& param, at::Tensor& exp_avg, at::Tensor& exp_avg_sq
 
 at::Tensor FlatAdamW::step(LossClosure closure) {
   if (!eligible()) return torch::optim::AdamW::step(std::move(closure));
+  std::vector<FlatGroup*> groups(param_groups_.size(), nullptr);
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    if (param_groups_[g].params().empty()) continue;
+    groups[g] = &layout(g);
+    for (const auto* state : groups[g]->states)
+      if (state->step() != groups[g]->states.front()->step())
+        return torch::optim::AdamW::step(std::move(closure));
+  }
   at::Tensor loss;
   if (closure != nullptr) {
     at::AutoGradMode enable_grad(true);
@@ -129,16 +130,19 @@ at::Tensor FlatAdamW::step(LossClosure closure) {
   }
   torch::NoGradGuard no_grad;
   for (size_t g = 0; g < param_groups_.size(); ++g) {
+    if (groups[g] == nullptr) continue;
+    FlatGroup& flat = *groups[g];
     std::vector<at::Tensor>& params = param_groups_[g].params();
-    if (params.empty()) continue;
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(param_groups_[g].options());
-    FlatGroup& flat = layout(g);
     const int64_t step = flat.states.front()->step() + 1;
     for (auto* state : flat.states) state->step(step);
     if (!flat.small.empty()) {
       std::vector<at::Tensor> grads;
       grads.reserve(flat.small.size());
-      for (const size_t i : flat.small) grads.push_back(params[i].grad().reshape(-1));
+      for (const size_t i : flat.small) {
+        const at::Tensor& grad = params[i].grad();
+        grads.push_back(grad.is_contiguous() ? grad.view(-1) : grad.reshape(-1));  // a view is one dispatch
+      }
       adamw_update(flat.params, flat.exp_avg, flat.exp_avg_sq, at::cat(grads), options, step);
     }
     for (const size_t i : flat.large) {

@@ -30,7 +30,7 @@ class FlatAdamW : public torch::optim::AdamW {
     std::vector<size_t> small, large;                    // indices into the group's parameters
     std::vector<torch::optim::AdamWParamState*> states;  // one per parameter, into state_
   };
-  bool eligible() const;
+  bool eligible() const;  // gradients and options allow the flat path (step counts: checked on the layout)
   FlatGroup& layout(size_t group);
   std::vector<FlatGroup> flat_;
 };

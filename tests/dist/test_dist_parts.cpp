@@ -15,24 +15,12 @@
 #include "dist/process_group.h"
 #include "dist/sharded_batches.h"
 #include "run/rank_context.h"
+#include "support/scoped_env.h"
 
 using namespace causal;
+using causal::testing::ScopedEnv;
 
 namespace {
-
-// Sets environment variables for one test and clears them after.
-struct EnvVars {
-  std::vector<std::string> names;
-  EnvVars(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (const auto& [name, value] : vars) {
-      ::setenv(name, value, 1);
-      names.push_back(name);
-    }
-  }
-  ~EnvVars() {
-    for (const std::string& n : names) ::unsetenv(n.c_str());
-  }
-};
 
 class CountingSource : public BatchSource {
  public:
@@ -124,7 +112,8 @@ CATCH_TEST_CASE("the launch environment is read like torchrun's and refused when
   ::unsetenv("WORLD_SIZE");
   CATCH_CHECK(!LaunchEnvironment::from_environment());
   {
-    EnvVars vars{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.5"}, {"MASTER_PORT", "29511"}};
+    const ScopedEnv vars{
+        {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.5"}, {"MASTER_PORT", "29511"}};
     const auto env = LaunchEnvironment::from_environment();
     CATCH_REQUIRE(env);
     CATCH_CHECK(env->rank == 1);
@@ -134,17 +123,18 @@ CATCH_TEST_CASE("the launch environment is read like torchrun's and refused when
     CATCH_CHECK(env->master_port == 29511);
   }
   {
-    EnvVars vars{{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "x"}, {"MASTER_PORT", "1"}};
+    const ScopedEnv vars{{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "x"}, {"MASTER_PORT", "1"}};
     CATCH_CHECK_THROWS_WITH(LaunchEnvironment::from_environment(), Catch::Contains("RANK=2"));
   }
   {
-    EnvVars vars{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}};
+    const ScopedEnv vars{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}};
     CATCH_CHECK_THROWS_WITH(LaunchEnvironment::from_environment(), Catch::Contains("MASTER_ADDR"));
   }
 }
 
 CATCH_TEST_CASE("a global batch that does not divide by the world size is a config error", "[unit][dist]") {
-  EnvVars vars{{"RANK", "0"}, {"WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}};
+  const ScopedEnv vars{
+      {"RANK", "0"}, {"WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}};
   RunConfig config;
   config.train.batch_size = 16;
   CATCH_CHECK_THROWS_WITH(RankContext(config, c10::Device(c10::kCPU)),

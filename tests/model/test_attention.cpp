@@ -77,7 +77,7 @@ CATCH_TEST_CASE("attention: the documented two-token example, fully computed", "
   CATCH_CHECK(unmasked.out[0][0][0][0].item<float>() == Approx(12.6894).margin(1e-4));
   CATCH_CHECK(unmasked.out[0][0][1][0].item<float>() == Approx(15.0).margin(1e-4));
   // Undefined mask = every key allowed.
-  CATCH_CHECK(torch::equal(attention_reference(q, q, v, {}, 0.0, false).out, unmasked.out));
+  CATCH_CHECK(torch::equal(attention_reference(q, q, v, torch::Tensor(), 0.0, false).out, unmasked.out));
 
   const auto causal = attention_reference(q, q, v, causal_mask(2), 0.0, true);
   CATCH_CHECK(causal.weights[0][0][0][0].item<float>() == 1.0f);

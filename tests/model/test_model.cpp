@@ -192,6 +192,43 @@ CATCH_TEST_CASE("model: perturbing future inputs leaves earlier logits bitwise u
   }
 }
 
+// Invariant: the mask a model keeps for batches of one shape gives exactly what a freshly built mask gives,
+// whatever came between (other lengths, key padding), also with one head of one row, where the per-head
+// score buffer has the shape of the kept mask itself.
+CATCH_TEST_CASE("model: a mask kept for one sequence shape equals a freshly built one", "[contract][model]") {
+  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+    for (const int64_t heads : {int64_t{1}, int64_t{4}}) {
+      CATCH_INFO("kernel " << name_of(kernel) << ", heads " << heads);
+      ModelConfig c = tiny_config(PositionKind::kLearned, kernel);
+      c.n_heads = c.n_kv_heads = heads;
+      torch::manual_seed(5);
+      Transformer kept(c);
+      torch::manual_seed(5);
+      Transformer fresh_source(c);
+      kept->eval();
+      torch::NoGradGuard no_grad;
+      const auto fresh = [&](const ModelInputs& in) {
+        Transformer m(c);  // a new model has nothing kept
+        for (size_t i = 0; i < m->parameters().size(); ++i)
+          m->parameters()[i].copy_(fresh_source->parameters()[i]);
+        m->eval();
+        return m->forward(in).logits;
+      };
+      const int64_t batch = heads == 1 ? 1 : 2;
+      const auto six = random_tokens(c, batch, 6);
+      const auto four = random_tokens(c, batch, 4);
+      ModelInputs padded{six};
+      padded.key_valid = torch::ones({batch, 6}, torch::kBool);
+      ModelInputs all_valid{six};
+      all_valid.key_valid = torch::ones({batch, 6}, torch::kBool);  // masks as unpadded
+      padded.key_valid.select(1, 5).fill_(false);
+      for (const ModelInputs& in : {ModelInputs{six}, all_valid, ModelInputs{four}, padded, ModelInputs{six}})
+        CATCH_CHECK(torch::equal(kept->forward(in).logits, fresh(in)));
+      CATCH_CHECK(torch::equal(kept->forward(all_valid).logits, kept->forward({six}).logits));
+    }
+  }
+}
+
 // Invariant: GQA (and MQA) equal MHA whose K/V heads are the GQA heads repeated, query head h -> KV head h/G.
 CATCH_TEST_CASE("model: GQA and MQA equal MHA with repeated KV heads", "[contract][model]") {
   for (const int64_t kv_heads : {2, 1}) {

@@ -3,36 +3,20 @@
 // peak came from.
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
-#include <optional>
 #include <string>
 
+#include "support/scoped_env.h"
 #include "support/scratch_dir.h"
 #include "train/peak_cache.h"
 #include "train/throughput.h"
 
 using namespace causal;
+using causal::testing::ScopedEnv;
 using causal::testing::ScratchDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Sets an environment variable for one scope and puts the old value back.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value == nullptr ? ::unsetenv(name) : ::setenv(name, value, 1);
-  }
-  ~ScopedVariable() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -80,8 +64,8 @@ CATCH_TEST_CASE("peak cache: a malformed or unwritable cache is ignored, never a
 
 CATCH_TEST_CASE("peak cache: a run takes this machine's fresh entry and names the file", "[unit][train]") {
   ScratchDir dir("peak_cache_run");
-  const ScopedVariable cache("CAUSAL_CACHE_DIR", dir.path.c_str());
-  const ScopedVariable inherited(kMatmulPeakVariable, nullptr);
+  const ScopedEnv cache{{"CAUSAL_CACHE_DIR", dir.path.c_str()}};
+  const ScopedEnv inherited{{kMatmulPeakVariable, nullptr}};
   const c10::Device cpu(c10::kCPU);
   CATCH_REQUIRE(peak_cache_file() == dir.path / "matmul_peak.json");
   CATCH_REQUIRE(store_cached_peak(*peak_cache_file(), peak_cache_key(cpu), 77.25, unix_now() - 300));
@@ -93,9 +77,9 @@ CATCH_TEST_CASE("peak cache: a run takes this machine's fresh entry and names th
 
   // A parent's value still wins over the cache; "off" turns the cache off.
   {
-    const ScopedVariable parent(kMatmulPeakVariable, "12.5");
+    const ScopedEnv parent{{kMatmulPeakVariable, "12.5"}};
     CATCH_CHECK(matmul_peak(cpu).flops == 12.5e9);
   }
-  const ScopedVariable off("CAUSAL_CACHE_DIR", "off");
+  const ScopedEnv off{{"CAUSAL_CACHE_DIR", "off"}};
   CATCH_CHECK_FALSE(peak_cache_file().has_value());
 }
