@@ -31,16 +31,17 @@ IGNORE_LABEL = -100
 DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
           "BOOL": torch.bool}
-# Mirrors src/config/config.h (ModelConfig, RopeConfig); a missing key takes its default.
+# Mirrors src/config/config.h (ModelConfig, RopeConfig); a missing key takes its default. The kernel and
+# autocast choices change how causal computes, not what: this reference always computes in float64.
 MODEL_DEFAULTS = {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259, "d_model": 128,
                   "n_layers": 2, "n_heads": 4, "n_kv_heads": 0, "ffn": "gelu", "ffn_hidden": 0,
                   "ffn_multiple_of": 8, "norm": "layernorm", "norm_eps": 1e-5, "position": "rope",
                   "max_seq_len": 256, "rope": {}, "attention": "reference", "attention_block": 64,
-                  "qk_norm": False, "bias": True, "tie_embeddings": False, "dropout": 0.0, "init_std": 0.02}
+                  "autocast": "off", "qk_norm": False, "bias": True, "tie_embeddings": False, "dropout": 0.0, "init_std": 0.02}
 ROPE_DEFAULTS = {"theta": 10000.0, "pairing": "interleaved", "scaling": "none", "factor": 1.0,
                  "original_max_seq_len": 0, "beta_fast": 32.0, "beta_slow": 1.0}
 ENUMS = {"ffn": ("gelu", "swiglu", "relu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
-         "attention": ("reference", "sdpa", "flash"), "pairing": ("interleaved", "halves"),
+         "attention": ("reference", "sdpa", "flash"), "autocast": ("off", "bf16"), "pairing": ("interleaved", "halves"),
          "scaling": ("none", "linear", "ntk", "yarn")}
 BATCH_NAMES = ("tokens", "positions", "segment_ids", "key_valid", "labels", "logits", "loss")
 

@@ -8,6 +8,7 @@
 #include "config/config_io.h"
 #include "core/errors.h"
 #include "core/runtime.h"
+#include "model/autocast_scope.h"
 #include "run/bench.h"
 #include "train/throughput.h"
 
@@ -24,11 +25,15 @@ struct BenchFlags {
 
 int run_bench_command(const BenchFlags& flags) {
   if (flags.matmul_peak) {
-    // On the config's device when one is given, else the CPU.
-    const c10::Device device = flags.config.empty()
-                                   ? c10::Device(c10::kCPU)
-                                   : resolve_device(load_config(flags.config, flags.overrides).device);
-    std::cout << std::fixed << std::setprecision(1) << measure_matmul_peak(device) / 1e9 << "\n"
+    // On the config's device and in its products' dtype when one is given, else float32 on the CPU.
+    c10::Device device(c10::kCPU);
+    c10::ScalarType dtype = c10::kFloat;
+    if (!flags.config.empty()) {
+      const RunConfig config = load_config(flags.config, flags.overrides);
+      device = resolve_device(config.device);
+      dtype = products_dtype(config.model.autocast);
+    }
+    std::cout << std::fixed << std::setprecision(1) << measure_matmul_peak(device, dtype) / 1e9 << "\n"
               << std::flush;
     return kExitOk;
   }

@@ -61,6 +61,7 @@ Command add_eval_command(CLI::App& app) {
   eval->add_option("--set", request->overrides,
                    "Override data.* (e.g. data.val=other.tok, data.layout=padded), device, threads, or the "
                    "evaluation-time model fields model.max_seq_len, model.attention, model.attention_block, "
+                   "model.autocast, "
                    "model.rope.{scaling,factor,original_max_seq_len,beta_fast,beta_slow}; other model fields "
                    "are refused. Results then go to step_N.<split>-<hash>.json");
   eval->add_option("--lengths", request->lengths,

@@ -1,11 +1,11 @@
 // `causal train`: flags -> TrainRequest (or a forensics replay) -> the library.
 #include <CLI/CLI.hpp>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "config/config_io.h"
+#include "core/environment.h"
 #include "core/errors.h"
 #include "dist/launcher.h"
 #include "run/train_run.h"
@@ -54,7 +54,7 @@ int run_train(const TrainFlags& flags) {
     return kExitOk;
   }
   if (flags.nproc > 0) {
-    if (std::getenv("RANK") != nullptr || std::getenv("WORLD_SIZE") != nullptr)
+    if (environment_variable("RANK") || environment_variable("WORLD_SIZE"))
       throw UsageError(
           "--nproc: RANK/WORLD_SIZE are already set (a launcher started this process); drop --nproc");
     return launch_local({flags.nproc, own_command_without_nproc(), config.dist.timeout_s});

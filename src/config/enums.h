@@ -13,6 +13,7 @@ enum class PositionKind { kNone, kLearned, kRope };
 enum class RopePairing { kInterleaved, kHalves };
 enum class RopeScaling { kNone, kLinear, kNtk, kYarn };
 enum class AttentionKind { kReference, kSdpa, kFlash };
+enum class AutocastKind { kOff, kBf16 };
 enum class DataKind { kRetrieval, kText };
 enum class EvidencePosition { kUniform, kFixed };
 enum class QueryMode { kUnique, kLatest };
@@ -43,6 +44,7 @@ CAUSAL_ENUM_TABLE(RopeScaling, {RopeScaling::kNone, "none"}, {RopeScaling::kLine
                   {RopeScaling::kNtk, "ntk"}, {RopeScaling::kYarn, "yarn"})
 CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {AttentionKind::kSdpa, "sdpa"},
                   {AttentionKind::kFlash, "flash"})
+CAUSAL_ENUM_TABLE(AutocastKind, {AutocastKind::kOff, "off"}, {AutocastKind::kBf16, "bf16"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},
                   {EvidencePosition::kFixed, "fixed"})

@@ -61,11 +61,12 @@ struct ModelConfig {
   RopeConfig rope;                                  // used when position == "rope"
   AttentionKind attention = AttentionKind::kReference;  // "reference" (explicit scores) | "sdpa" | "flash"
   int64_t attention_block = 64;                         // keys per block of "flash" (tiled online softmax)
-  bool qk_norm = false;                                 // RMS-normalise q and k per head before scoring
-  bool bias = true;                                     // biases in linear layers and LayerNorm
-  bool tie_embeddings = false;                          // head reuses the (single) input embedding
-  double dropout = 0.0;    // on attention weights and residual branches (train only)
-  double init_std = 0.02;  // normal(0, init_std); residual outputs / sqrt(2*n_layers)
+  AutocastKind autocast = AutocastKind::kOff;  // "bf16": matrix products in bfloat16, parameters stay fp32
+  bool qk_norm = false;                        // RMS-normalise q and k per head before scoring
+  bool bias = true;                            // biases in linear layers and LayerNorm
+  bool tie_embeddings = false;                 // head reuses the (single) input embedding
+  double dropout = 0.0;                        // on attention weights and residual branches (train only)
+  double init_std = 0.02;                      // normal(0, init_std); residual outputs / sqrt(2*n_layers)
 
   template <class V>
   void visit_fields(V& v) {
@@ -85,6 +86,7 @@ struct ModelConfig {
     v.field("rope", rope);
     v.field("attention", attention);
     v.field("attention_block", attention_block);
+    v.field("autocast", autocast);
     v.field("qk_norm", qk_norm);
     v.field("bias", bias);
     v.field("tie_embeddings", tie_embeddings);

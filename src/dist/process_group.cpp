@@ -2,9 +2,9 @@
 #include "dist/process_group.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <exception>
 
+#include "core/environment.h"
 #include "core/errors.h"
 #include "dist/c10d_compat.h"
 
@@ -75,9 +75,8 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
     } else {
       auto gloo_options = ::c10d::ProcessGroupGloo::Options::create(timeout);
       // Like torch.distributed: GLOO_SOCKET_IFNAME picks the interface; loopback jobs stay on 127.0.0.1.
-      const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-      if (interface != nullptr && *interface != '\0') {
-        gloo_options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+      if (const std::optional<std::string> interface = environment_variable("GLOO_SOCKET_IFNAME")) {
+        gloo_options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForInterface(*interface));
       } else if (is_loopback(env.master_addr)) {
         gloo_options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
       } else {

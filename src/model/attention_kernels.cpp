@@ -35,7 +35,7 @@ void check_mask(const PreparedMask& mask, const torch::Tensor& q, const torch::T
               allowed.sizes());
 }
 
-// A prepared mask is made in the model's dtype; under autocast the scores may be narrower.
+// Under autocast, q, k and the scores need not share a dtype.
 torch::Tensor in_dtype(const torch::Tensor& t, c10::ScalarType dtype) {
   return t.scalar_type() == dtype ? t : t.to(dtype);
 }
@@ -89,18 +89,24 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
     check_mask(mask, q, k);
     const torch::Tensor bias =
         mask.bias.defined()
-            ? in_dtype(mask.bias, q.scalar_type())
+            ? mask.bias
             : prepare_mask(mask.allowed, q.options(), /*additive=*/true, /*rows_have_keys=*/true).bias;
     // One copy of the bias per head is the output buffer the product accumulates into: always a copy, since
     // the bias is shared by every layer (and by later batches of the same shape).
     scores = torch::empty({batch * heads, tq, tk}, bias.options());
     scores.view({batch, heads, tq, tk}).copy_(bias);
-    scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/1.0);
+    // An in-place product is not autocast: under it the factors come to the dtype the bias was made in.
+    scores.baddbmm_(in_dtype(q3, scores.scalar_type()), in_dtype(kt3, scores.scalar_type()), /*beta=*/1.0,
+                    /*alpha=*/1.0);
     if (mask.has_key.defined()) has_key = in_dtype(mask.has_key, q.scalar_type());  // (B|1,1,Tq,1)
   } else {
     scores = torch::bmm(q3, kt3);
   }
-  const torch::Tensor weights = torch::softmax(scores, -1).view({batch, heads, tq, tk});  // (B,Hq,Tq,Tk)
+  // A bfloat16 softmax sums T terms with 8 bits of mantissa: it runs in float and comes back.
+  const bool narrow = scores.scalar_type() == torch::kBFloat16 || scores.scalar_type() == torch::kHalf;
+  const torch::Tensor weights = (narrow ? torch::softmax(scores, -1, torch::kFloat).to(scores.scalar_type())
+                                        : torch::softmax(scores, -1))
+                                    .view({batch, heads, tq, tk});  // (B,Hq,Tq,Tk)
   const torch::Tensor dropped =
       dropout_p > 0.0 ? torch::dropout(weights, dropout_p, /*train=*/true) : weights;
   torch::Tensor out = torch::matmul(dropped, values);  // (B,Hq,Tq,dk)

@@ -250,6 +250,10 @@ void check_flash_inputs(const torch::Tensor& q, const torch::Tensor& k, const to
   TORCH_CHECK(k.size(1) > 0 && q.size(1) % k.size(1) == 0, "[attention] expected Hq=", q.size(1),
               " divisible by Hkv=", k.size(1));
   TORCH_CHECK(block >= 1, "[attention] expected flash block >= 1, got ", block);
+  // Its backward runs outside autocast: every product there needs one dtype.
+  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
+              "[attention] expected q, k and v of one dtype, got ", q.scalar_type(), ", ", k.scalar_type(),
+              " and ", v.scalar_type());
 }
 
 }  // namespace

@@ -82,15 +82,20 @@ torch::Tensor rotate_pairs(const torch::Tensor& x, const RopeTables& tables, Rop
   const int64_t half = x.size(3) / 2;
   const torch::Tensor& c = tables.cos;  // (B,1,T,dk/2)
   const torch::Tensor& s = tables.sin;  // (B,1,T,dk/2)
+  torch::Tensor rotated;
   if (pairing == RopePairing::kInterleaved) {
-    const torch::Tensor pairs = x.unflatten(-1, {half, 2});                   // (B,H,T,dk/2,2)
-    const torch::Tensor x1 = pairs.select(-1, 0);                             // (B,H,T,dk/2)
-    const torch::Tensor x2 = pairs.select(-1, 1);                             // (B,H,T,dk/2)
-    return torch::stack({x1 * c - x2 * s, x1 * s + x2 * c}, -1).flatten(-2);  // (B,H,T,dk)
+    const torch::Tensor pairs = x.unflatten(-1, {half, 2});                      // (B,H,T,dk/2,2)
+    const torch::Tensor x1 = pairs.select(-1, 0);                                // (B,H,T,dk/2)
+    const torch::Tensor x2 = pairs.select(-1, 1);                                // (B,H,T,dk/2)
+    rotated = torch::stack({x1 * c - x2 * s, x1 * s + x2 * c}, -1).flatten(-2);  // (B,H,T,dk)
+  } else {
+    const torch::Tensor x1 = x.narrow(-1, 0, half);                // (B,H,T,dk/2)
+    const torch::Tensor x2 = x.narrow(-1, half, half);             // (B,H,T,dk/2)
+    rotated = torch::cat({x1 * c - x2 * s, x1 * s + x2 * c}, -1);  // (B,H,T,dk)
   }
-  const torch::Tensor x1 = x.narrow(-1, 0, half);             // (B,H,T,dk/2)
-  const torch::Tensor x2 = x.narrow(-1, half, half);          // (B,H,T,dk/2)
-  return torch::cat({x1 * c - x2 * s, x1 * s + x2 * c}, -1);  // (B,H,T,dk)
+  // Rotated in the tables' precision, returned in x's: under autocast q and k stay bfloat16 like v, which
+  // the attention kernels' own products and the flash backward need.
+  return rotated.scalar_type() == x.scalar_type() ? rotated : rotated.to(x.scalar_type());
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& positions, const RopeConfig& config) {

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "model/autocast_scope.h"
 #include "model/mask.h"
 #include "model/rope.h"
 
@@ -104,6 +105,11 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   TORCH_CHECK(options.ablate_layer < config_.n_layers, "[transformer] ablate_layer ", options.ablate_layer,
               " out of range [0,", config_.n_layers, ")");
 
+  // Only the forward runs under autocast: backward follows the casts autograd recorded.
+  const c10::ScalarType parameter_dtype = fields_[0]->weight.scalar_type();
+  const c10::optional<c10::ScalarType> autocast = autocast_dtype(config_.autocast);
+  const AutocastScope autocast_scope(fields_[0]->weight.device().type(), autocast);
+
   const auto index_options = torch::TensorOptions().dtype(torch::kLong).device(tokens.device());
   // Causal order: the token's place in the cached sequence, never its RoPE position.
   const torch::Tensor query_index = torch::arange(cache_len, cache_len + time, index_options);  // (T)
@@ -137,15 +143,18 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
     // Without key padding every query may read its own key, so no row is left without one.
     const bool rows_have_keys = !mask_valid.defined();
     const bool by_shape = rows_have_keys && !key_segment.defined() && cache == nullptr;
+    // In the dtype the scores are computed in, so that no layer converts it.
+    const c10::ScalarType scores_dtype = autocast.value_or(x.scalar_type());
     ShapeMask& memo = shape_mask_;
-    if (by_shape && memo.time == time && memo.device == x.device() && memo.dtype == x.scalar_type() &&
+    if (by_shape && memo.time == time && memo.device == x.device() && memo.dtype == scores_dtype &&
         memo.additive == additive) {
       context.allowed = memo.allowed;
       context.prepared = memo.prepared;
     } else {
       context.allowed = context.mask.build();
-      context.prepared = prepare_mask(context.allowed, x.options(), additive, rows_have_keys);
-      if (by_shape) memo = {time, x.device(), x.scalar_type(), additive, context.allowed, context.prepared};
+      context.prepared =
+          prepare_mask(context.allowed, x.options().dtype(scores_dtype), additive, rows_have_keys);
+      if (by_shape) memo = {time, x.device(), scores_dtype, additive, context.allowed, context.prepared};
     }
   }
   if (config_.position == PositionKind::kRope) {
@@ -170,6 +179,8 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
 
   x = poisoned_if("final_norm", options.poison_sublayer, final_norm_(x));                    // (B,T,D)
   output.logits = config_.tie_embeddings ? torch::linear(x, fields_[0]->weight) : head_(x);  // (B,T,V)
+  // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in.
+  if (output.logits.scalar_type() != parameter_dtype) output.logits = output.logits.to(parameter_dtype);
   output.logits = poisoned_if("logits", options.poison_sublayer, output.logits);
   if (options.trace != nullptr) {
     options.trace->emplace_back("final_norm", x);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/runtime.h"
+#include "model/autocast_scope.h"
 #include "model/cost_model.h"
 #include "model/transformer.h"
 #include "task/task.h"
@@ -69,7 +70,7 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
   model->to(device);
   model->train();
   auto optimizer = make_adamw(*model, config.train.optimizer);
-  result.matmul_peak_gflops = measure_matmul_peak(device) / 1e9;
+  result.matmul_peak_gflops = measure_matmul_peak(device, products_dtype(config.model.autocast)) / 1e9;
 
   std::vector<StepTimes> timed;
   const int64_t total_steps = options.warmup + options.steps;

@@ -26,6 +26,7 @@
 #include "core/runtime.h"
 #include "core/stop_signals.h"
 #include "io/atomic_file.h"
+#include "model/autocast_scope.h"
 #include "train/throughput.h"
 
 namespace causal {
@@ -230,11 +231,22 @@ SweepOutcome run_sweep(const SweepSpec& spec, const std::vector<SweepPoint>& poi
                    [](const PointResult& p) { return p.state != PointState::kSkipped; });
   if (first_to_run != outcome.points.end()) {
     const size_t i = static_cast<size_t>(first_to_run - outcome.points.begin());
-    const MatmulPeak peak = matmul_peak(resolve_device(configs[i].device));
-    const std::string gflops = std::to_string(peak.flops / 1e9);
-    ::setenv(kMatmulPeakVariable, gflops.c_str(), 1);
-    say("matmul peak " + gflops.substr(0, gflops.find('.') + 2) + " GFLOP/s (" + peak.source +
-        "), passed to every point as " + kMatmulPeakVariable);
+    // Only one peak can be passed down: points on other devices or dtypes measure their own.
+    bool shared = true;
+    for (size_t j = i; j < outcome.points.size(); ++j)
+      shared &=
+          outcome.points[j].state == PointState::kSkipped ||
+          (configs[j].device == configs[i].device && configs[j].model.autocast == configs[i].model.autocast);
+    if (shared) {
+      const MatmulPeak peak =
+          matmul_peak(resolve_device(configs[i].device), products_dtype(configs[i].model.autocast));
+      const std::string gflops = std::to_string(peak.flops / 1e9);
+      ::setenv(kMatmulPeakVariable, gflops.c_str(), 1);
+      say("matmul peak " + gflops.substr(0, gflops.find('.') + 2) + " GFLOP/s (" + peak.source +
+          "), passed to every point as " + kMatmulPeakVariable);
+    } else {
+      say("points differ in device or model.autocast: each measures its own matmul peak");
+    }
   }
 
   g_signals = 0;

@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/runtime.h"
 #include "dist/sharded_batches.h"
+#include "model/autocast_scope.h"
 #include "model/cost_model.h"
 #include "model/count_parameters.h"
 #include "model/transformer.h"
@@ -216,8 +217,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
     }
   }
   if (!leader && from && from->state.step >= steps) return {"", from->dir.string(), 0, true, {}};
-  const MatmulPeak peak =
-      leader ? matmul_peak(device) : MatmulPeak{};  // a bad inherited value: before any write
+  const MatmulPeak peak = leader ? matmul_peak(device, products_dtype(config.model.autocast))
+                                 : MatmulPeak{};  // a bad inherited value: before any write
   if (leader && !folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
   if (from && !plan.continue_in.empty()) {
     const std::vector<std::string> set_aside =

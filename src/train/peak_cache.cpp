@@ -3,12 +3,13 @@
 
 #include <torch/version.h>
 
+#include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "core/environment.h"
 #include "core/runtime.h"
 #include "io/atomic_file.h"
 
@@ -16,11 +17,6 @@ namespace causal {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -43,19 +39,25 @@ nlohmann::json read_entries(const fs::path& file) {
 }  // namespace
 
 std::optional<fs::path> peak_cache_file() {
-  const std::string own = environment("CAUSAL_CACHE_DIR");
+  const std::string own = environment_variable("CAUSAL_CACHE_DIR").value_or("");
   if (own == "off") return std::nullopt;
   if (!own.empty()) return fs::path(own) / "matmul_peak.json";
-  if (const std::string xdg = environment("XDG_CACHE_HOME"); !xdg.empty())
+  if (const std::string xdg = environment_variable("XDG_CACHE_HOME").value_or(""); !xdg.empty())
     return fs::path(xdg) / "causal" / "matmul_peak.json";
-  if (const std::string home = environment("HOME"); !home.empty())
+  if (const std::string home = environment_variable("HOME").value_or(""); !home.empty())
     return fs::path(home) / ".cache" / "causal" / "matmul_peak.json";
   return std::nullopt;
 }
 
-std::string peak_cache_key(const c10::Device& device) {
+std::string peak_cache_key(const c10::Device& device, c10::ScalarType dtype) {
+  // float32 keys carry no dtype: they are the keys written before other dtypes were measured.
   return device.str() + "; " + std::to_string(machine_cores()) + " cores; " + cpu_model() + "; LibTorch " +
-         TORCH_VERSION + (has_openblas() ? "; OpenBLAS" : "");
+         TORCH_VERSION + (has_openblas() ? "; OpenBLAS" : "") +
+         (dtype == c10::kFloat ? std::string() : std::string("; ") + c10::toString(dtype));
+}
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::optional<CachedPeak> read_cached_peak(const fs::path& file, const std::string& key, double now_seconds,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <filesystem>
 #include <optional>
@@ -15,11 +16,14 @@ namespace causal {
 std::optional<std::filesystem::path> peak_cache_file();
 
 // What a remembered peak must match to be used: the device, the core count, the CPU model, the LibTorch
-// version and whether its BLAS is OpenBLAS. Another machine or another build measures afresh.
-std::string peak_cache_key(const c10::Device& device);
+// version, whether its BLAS is OpenBLAS, and the dtype. Another machine or another build measures afresh.
+std::string peak_cache_key(const c10::Device& device, c10::ScalarType dtype = c10::kFloat);
 
 // A remembered peak is used for this long after it was measured.
 inline constexpr double kPeakCacheMaxAgeSeconds = 24 * 3600.0;
+
+// Now, in seconds since the Unix epoch: the clock entries are stamped and aged with.
+double unix_seconds();
 
 struct CachedPeak {
   double gflops = 0.0;

@@ -12,6 +12,7 @@
 
 #include "support/bad_input.h"
 #include "support/byte_docs.h"
+#include "support/scoped_env.h"
 
 using namespace causal::testing;
 namespace fs = std::filesystem;
@@ -304,14 +305,15 @@ CATCH_TEST_CASE("bad input: CAUSAL_MATMUL_PEAK_GFLOPS not a positive number (a g
 
   const fs::path dir = scratch("inherited_peak");
   for (const char* bad : {"abc", "-3", "0", "nan", "5x"}) {
-    ::setenv("CAUSAL_MATMUL_PEAK_GFLOPS", bad, 1);
+    const ScopedEnv peak{{"CAUSAL_MATMUL_PEAK_GFLOPS", bad}};
     check_refused(retrieval_run_args("--run-dir " + dir.string()), 2,
                   {std::string("CAUSAL_MATMUL_PEAK_GFLOPS=") + bad, "positive number"});
     CATCH_CHECK_FALSE(fs::exists(dir));
   }
-  ::setenv("CAUSAL_MATMUL_PEAK_GFLOPS", "12.5", 1);
-  const Result r = run_causal(retrieval_run_args("--run-dir " + dir.string()));
-  ::unsetenv("CAUSAL_MATMUL_PEAK_GFLOPS");
+  const Result r = [&] {
+    const ScopedEnv peak{{"CAUSAL_MATMUL_PEAK_GFLOPS", "12.5"}};
+    return run_causal(retrieval_run_args("--run-dir " + dir.string()));
+  }();
   CATCH_REQUIRE(r.code == 0);
   CATCH_CHECK_THAT(slurp(dir / "log.txt"),
                    Catch::Matchers::Contains("matmul peak 12.5 GFLOP/s (from CAUSAL_MATMUL_PEAK_GFLOPS)"));

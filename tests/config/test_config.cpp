@@ -55,7 +55,7 @@ const char* const kNonDefaultRetrieval = R"({
     "position": "learned", "max_seq_len": 64,
     "rope": {"theta": 500000.5, "pairing": "halves", "scaling": "linear", "factor": 2.5,
              "original_max_seq_len": 48, "beta_fast": 16, "beta_slow": 2},
-    "attention": "sdpa", "attention_block": 32, "qk_norm": true, "bias": false, "tie_embeddings": true,
+    "attention": "sdpa", "attention_block": 32, "autocast": "bf16", "qk_norm": true, "bias": false, "tie_embeddings": true,
     "dropout": 0.1,
     "init_std": 0.0123456789012345
   },
@@ -82,7 +82,7 @@ const char* const kNonDefaultText = R"({
     "position": "learned", "max_seq_len": 64,
     "rope": {"theta": 20000, "pairing": "halves", "scaling": "yarn", "factor": 4,
              "original_max_seq_len": 32, "beta_fast": 24, "beta_slow": 0.5},
-    "attention": "sdpa", "attention_block": 7, "qk_norm": true, "bias": false, "tie_embeddings": true,
+    "attention": "sdpa", "attention_block": 7, "autocast": "bf16", "qk_norm": true, "bias": false, "tie_embeddings": true,
     "dropout": 0.25,
     "init_std": 0.01
   },
@@ -368,6 +368,9 @@ CATCH_TEST_CASE("config: an enum value not in its table lists the allowed spelli
   // Spellings are exact: no silent case folding.
   CATCH_CHECK_THAT(what(parse_error(R"({"model": {"norm": "RMSNorm"}})")),
                    Contains("expected one of layernorm|rmsnorm, got \"RMSNorm\""));
+  // fp16 would need loss scaling, which causal does not do: only bf16 is offered.
+  CATCH_CHECK_THAT(what(parse_error(R"({"model": {"autocast": "fp16"}})")),
+                   Contains("model.autocast: expected one of off|bf16, got \"fp16\""));
 }
 
 CATCH_TEST_CASE("config: each out-of-range value is rejected with its path and the allowed range",

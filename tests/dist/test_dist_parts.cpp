@@ -108,8 +108,7 @@ CATCH_TEST_CASE("row shards of a global batch are disjoint and cover it in rank 
 
 CATCH_TEST_CASE("the launch environment is read like torchrun's and refused when incomplete",
                 "[unit][dist]") {
-  ::unsetenv("RANK");
-  ::unsetenv("WORLD_SIZE");
+  const ScopedEnv unset{{"RANK", nullptr}, {"WORLD_SIZE", nullptr}};
   CATCH_CHECK(!LaunchEnvironment::from_environment());
   {
     const ScopedEnv vars{

@@ -13,6 +13,7 @@
 #include "model/kv_cache.h"
 #include "model/mask.h"
 #include "model/transformer.h"
+#include "support/small_model.h"
 
 using namespace causal;
 
@@ -70,23 +71,6 @@ void check_same(const FlashGradients& flash, const FlashGradients& reference) {
   CATCH_CHECK(largest_diff(flash.dq, reference.dq) < 1e-5);
   CATCH_CHECK(largest_diff(flash.dk, reference.dk) < 1e-5);
   CATCH_CHECK(largest_diff(flash.dv, reference.dv) < 1e-5);
-}
-
-// A resolved one-field text model; tests pick the kernel.
-ModelConfig flash_text_config(AttentionKind kernel, int64_t block) {
-  ModelConfig c;
-  c.inputs = {InputField{"token", 11}};
-  c.output_vocab = 11;
-  c.d_model = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.ffn_hidden = 64;
-  c.max_seq_len = 32;
-  c.attention = kernel;
-  c.attention_block = block;
-  c.init_std = 0.1;  // larger than the default so that differences are far above rounding
-  return c;
 }
 
 void copy_weights(const Transformer& from, const Transformer& to) {
@@ -203,8 +187,8 @@ CATCH_TEST_CASE("flash: no silent dropout, and weights still come from the refer
 CATCH_TEST_CASE("flash: a Transformer with flash equals one with reference", "[contract][model][flash]") {
   torch::manual_seed(44);
   const int64_t time = 12;
-  Transformer reference(flash_text_config(AttentionKind::kReference, 5));
-  Transformer flash(flash_text_config(AttentionKind::kFlash, 5));
+  Transformer reference(testing::small_text_model(AttentionKind::kReference, 5));
+  Transformer flash(testing::small_text_model(AttentionKind::kFlash, 5));
   copy_weights(reference, flash);
   const auto tokens = torch::randint(0, 11, {2, time}, torch::kLong);
   // Row 0: documents of 7 and 5 tokens, positions restarting. Row 1: one document of 8, then 4 padding.
@@ -241,8 +225,8 @@ CATCH_TEST_CASE("flash: a Transformer with flash equals one with reference", "[c
 // pass's logits, which equal the reference kernel's, also with left padding and packed segments.
 CATCH_TEST_CASE("flash: cached chunks equal the full pass", "[contract][model][kv_cache][flash]") {
   torch::manual_seed(45);
-  Transformer reference(flash_text_config(AttentionKind::kReference, 2));
-  Transformer flash(flash_text_config(AttentionKind::kFlash, 2));
+  Transformer reference(testing::small_text_model(AttentionKind::kReference, 2));
+  Transformer flash(testing::small_text_model(AttentionKind::kFlash, 2));
   copy_weights(reference, flash);
   reference->eval();
   flash->eval();

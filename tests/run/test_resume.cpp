@@ -138,6 +138,13 @@ CATCH_TEST_CASE("resume is bit-exact for text runs with accumulation, dropout of
   }
 }
 
+CATCH_TEST_CASE("resume is bit-exact for a text run under bf16 autocast", "[e2e][resume][autocast]") {
+  testing::ScratchDir scratch("resume_text_bf16");
+  RunConfig config = text_config(scratch.path, 0.0);
+  config.model.autocast = AutocastKind::kBf16;
+  check_resume_is_exact(config, {{7}}, scratch.path);
+}
+
 CATCH_TEST_CASE("resume refuses another model or data config, listing every field, before reading tensors",
                 "[e2e][resume]") {
   testing::ScratchDir scratch("resume_mismatch");

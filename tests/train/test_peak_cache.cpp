@@ -2,7 +2,6 @@
 // and only while fresh, a bad file costs a measurement and never an error, and a run names where its
 // peak came from.
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <fstream>
 #include <string>
 
@@ -15,14 +14,6 @@ using namespace causal;
 using causal::testing::ScopedEnv;
 using causal::testing::ScratchDir;
 namespace fs = std::filesystem;
-
-namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 CATCH_TEST_CASE("peak cache: a stored peak is read back for its key only, and only while fresh",
                 "[unit][train]") {
@@ -68,12 +59,19 @@ CATCH_TEST_CASE("peak cache: a run takes this machine's fresh entry and names th
   const ScopedEnv inherited{{kMatmulPeakVariable, nullptr}};
   const c10::Device cpu(c10::kCPU);
   CATCH_REQUIRE(peak_cache_file() == dir.path / "matmul_peak.json");
-  CATCH_REQUIRE(store_cached_peak(*peak_cache_file(), peak_cache_key(cpu), 77.25, unix_now() - 300));
+  CATCH_REQUIRE(store_cached_peak(*peak_cache_file(), peak_cache_key(cpu), 77.25, unix_seconds() - 300));
 
   const MatmulPeak peak = matmul_peak(cpu);
   CATCH_CHECK(peak.flops == 77.25e9);
   CATCH_CHECK(peak.source ==
               "measured on this machine 5 min ago, kept in " + (dir.path / "matmul_peak.json").string());
+
+  // A bfloat16 peak (model.autocast) is kept apart; the float32 key stays the one written before dtypes.
+  CATCH_CHECK(peak_cache_key(cpu, c10::kBFloat16) == peak_cache_key(cpu) + "; BFloat16");
+  CATCH_REQUIRE(
+      store_cached_peak(*peak_cache_file(), peak_cache_key(cpu, c10::kBFloat16), 3.5, unix_seconds()));
+  CATCH_CHECK(matmul_peak(cpu, c10::kBFloat16).flops == 3.5e9);
+  CATCH_CHECK(matmul_peak(cpu).flops == 77.25e9);
 
   // A parent's value still wins over the cache; "off" turns the cache off.
   {
