@@ -35,7 +35,7 @@ void check_mask(const PreparedMask& mask, const torch::Tensor& q, const torch::T
               allowed.sizes());
 }
 
-// Under autocast, q, k and the scores need not share a dtype.
+// A prepared mask's 0/1 factor meets outputs whose dtype autocast chose.
 torch::Tensor in_dtype(const torch::Tensor& t, c10::ScalarType dtype) {
   return t.scalar_type() == dtype ? t : t.to(dtype);
 }
@@ -95,9 +95,8 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
     // the bias is shared by every layer (and by later batches of the same shape).
     scores = torch::empty({batch * heads, tq, tk}, bias.options());
     scores.view({batch, heads, tq, tk}).copy_(bias);
-    // An in-place product is not autocast: under it the factors come to the dtype the bias was made in.
-    scores.baddbmm_(in_dtype(q3, scores.scalar_type()), in_dtype(kt3, scores.scalar_type()), /*beta=*/1.0,
-                    /*alpha=*/1.0);
+    // An in-place product is not autocast: the caller prepares the bias in the dtype q and k arrive in.
+    scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/1.0);
     if (mask.has_key.defined()) has_key = in_dtype(mask.has_key, q.scalar_type());  // (B|1,1,Tq,1)
   } else {
     scores = torch::bmm(q3, kt3);

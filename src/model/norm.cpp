@@ -25,11 +25,13 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   if (options_.kind() == NormKind::kLayerNorm) {
     return torch::layer_norm(x, {options_.dim()}, weight_, bias_, options_.eps());
   }
-  // Half/bfloat16 mean squares lose too much precision; normalise in float32 and cast back.
+  // Half/bfloat16 mean squares lose too much precision; normalise and scale in float32 and cast back, so
+  // that under autocast q and k leave qk_norm in the dtype v has.
   const bool reduced = x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16;
   const torch::Tensor xf = reduced ? x.to(torch::kFloat) : x;
   const torch::Tensor normed = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + options_.eps());
-  return normed.to(x.scalar_type()) * weight_;
+  const torch::Tensor scaled = normed * weight_;
+  return reduced ? scaled.to(x.scalar_type()) : scaled;
 }
 
 }  // namespace causal
