@@ -2,8 +2,10 @@
 """The retrieval lab (docs/retrieval-lab.md) in plain PyTorch, timed, as an independent
 reference for `causal train --config configs/retrieval.json`.
 
-Usage: tools/reference_retrieval.py [--seed 12] [--json]
-Needs Debian's python3-torch (run with /usr/bin/python3 if another python3 comes first on PATH).
+Usage: tools/reference_retrieval.py [--seed 12] [--compile] [--json]
+Runs on whichever torch the interpreter imports: Debian's python3-torch (1.13) from /usr/bin/python3, or the
+pinned wheel with PYTHONPATH set to its site folder (docs/libtorch.md). --compile (torch 2.x) trains
+torch.compile of the model; compile_seconds is the first step, which compiles.
 """
 import argparse
 import json
@@ -51,6 +53,7 @@ class Retriever(nn.Module):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--compile", action="store_true", help="train torch.compile of the model (torch 2.x)")
     parser.add_argument("--json", action="store_true", help="print results as one JSON object")
     args = parser.parse_args()
 
@@ -65,18 +68,23 @@ def main():
     assert len(all_rows) == len(train_rows) + len(test_y)
 
     model = Retriever(key_count, value_count, width)
+    forward = torch.compile(model) if args.compile else model
+    compile_seconds = 0.0
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.005, weight_decay=0.01)
     loss_fn = nn.CrossEntropyLoss()
     sampler = torch.Generator().manual_seed(122)
     initial = loss_fn(model(train_keys[:128], train_values[:128])[:, -1], train_y[:128]).item()
     train_start = time.perf_counter()
-    for _ in range(320):
+    for step in range(320):
+        step_start = time.perf_counter()
         ids = torch.randint(len(train_y), (64,), generator=sampler)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(train_keys[ids], train_values[ids])[:, -1], train_y[ids])
+        loss = loss_fn(forward(train_keys[ids], train_values[ids])[:, -1], train_y[ids])
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        if step == 0 and args.compile:
+            compile_seconds = time.perf_counter() - step_start
     train_seconds = time.perf_counter() - train_start
     model.eval()
     with torch.no_grad():
@@ -93,7 +101,8 @@ def main():
         intervention_accuracy = (revised == changed_answers).float().mean().item()
     results = {"initial_loss": initial, "test_loss": test_loss, "test_accuracy": accuracy,
                "no_context_accuracy": no_context_accuracy, "intervention_accuracy": intervention_accuracy,
-               "train_seconds": train_seconds, "total_seconds": time.perf_counter() - start}
+               "train_seconds": train_seconds, "compile_seconds": compile_seconds,
+               "total_seconds": time.perf_counter() - start}
     print(json.dumps(results) if args.json else "\n".join(f"{k:24s} {v:.6g}" for k, v in results.items()))
 
 

@@ -2,11 +2,99 @@
 # then configure once and build incrementally with every core. Quiet and fast when nothing changed.
 
 causal_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build}"
 
-# Packages the product needs; tools/test adds the test-only ones.
-causal_packages=(g++ cmake ninja-build libtorch-dev libopenblas0-pthread libcli11-dev nlohmann-json3-dev
-  libspdlog-dev libgloo-dev catch2 libsentencepiece-dev)
+# Which LibTorch (docs/libtorch.md): PyPI's pinned torch wheel by default, into build/; Debian's 1.13.1 with
+# CAUSAL_LIBTORCH=debian, into build-debian/; CAUSAL_CUDA=1 links the wheel's CUDA side, into build-cuda/.
+causal_libtorch="${CAUSAL_LIBTORCH:-pypi}"
+case "$causal_libtorch" in
+  pypi | debian) ;;
+  *) echo "[setup] CAUSAL_LIBTORCH=$causal_libtorch: expected pypi (the default) or debian" >&2; exit 2 ;;
+esac
+if [ "${CAUSAL_CUDA:-0}" = 1 ] && [ "$causal_libtorch" = debian ]; then
+  echo "[setup] CAUSAL_CUDA=1 needs the PyPI wheel's LibTorch (Debian's 1.13.1 is CPU only)" >&2
+  exit 2
+fi
+if [ "${CAUSAL_CUDA:-0}" = 1 ]; then
+  causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build-cuda}"
+elif [ "$causal_libtorch" = debian ]; then
+  causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build-debian}"
+else
+  causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build}"
+fi
+
+# Packages the product needs; tools/test adds the test-only ones. Debian's libtorch-dev (1.13.1) is the
+# LibTorch only when CAUSAL_LIBTORCH=debian; the default is the one inside PyPI's torch wheel (below).
+causal_packages=(g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libspdlog-dev libgloo-dev catch2
+  libsentencepiece-dev python3-pip)
+causal_debian_torch_packages=(libtorch-dev libopenblas0-pthread)
+
+# The pinned LibTorch: PyPI's torch wheel of this version, built for CUDA 13 (its libraries need the CUDA
+# runtime at load time even for CPU work, so the ones this machine lacks come from PyPI too).
+causal_torch_version="2.11.0"
+causal_torch_cuda="cu130"
+# soname the wheel's libraries load -> the PyPI package that ships it (the versions torch 2.11.0 pins).
+causal_torch_cuda_libs=(
+  libcudart.so.13="nvidia-cuda-runtime==13.0.96.*" libcupti.so.13="nvidia-cuda-cupti==13.0.85.*"
+  libcublas.so.13="nvidia-cublas==13.1.0.3.*" libcublasLt.so.13="nvidia-cublas==13.1.0.3.*"
+  libcufft.so.12="nvidia-cufft==12.0.0.61.*" libcurand.so.10="nvidia-curand==10.4.0.35.*"
+  libcusparse.so.12="nvidia-cusparse==12.6.3.3.*" libnvJitLink.so.13="nvidia-nvjitlink==13.0.88.*"
+  libcufile.so.0="nvidia-cufile==1.15.1.6.*" libcusparseLt.so.0="nvidia-cusparselt-cu13==0.8.0"
+  libnccl.so.2="nvidia-nccl-cu13==2.28.9" libcudnn.so.9="nvidia-cudnn-cu13==9.19.0.56"
+  libnvshmem_host.so.3="nvidia-nvshmem-cu13==3.4.5")
+# torch's own Python dependencies that `import torch` and torch.compile on the CPU need (no GPU stack).
+causal_torch_python_deps=(filelock "typing-extensions>=4.10.0" "sympy>=1.13.3" "networkx>=2.5.1" jinja2
+  "fsspec>=0.8.5" "setuptools<82" numpy)
+# One install per machine, outside the clone, reused by every clone, tools/test and CI. The wheel is built
+# for one Python: that of Debian bookworm's /usr/bin/python3, which installs and runs it.
+causal_torch_home="${CAUSAL_TORCH_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/causal/torch-${causal_torch_version}-${causal_torch_cuda}-py3.11}"
+causal_torch_site="$causal_torch_home/site"
+
+# causal_missing_cuda_packages SITE: the PyPI packages of the CUDA libraries that neither this machine's
+# loader nor SITE/nvidia provides, one a line.
+causal_missing_cuda_packages() {
+  local entry soname
+  for entry in "${causal_torch_cuda_libs[@]}"; do
+    soname="${entry%%=*}"
+    ldconfig -p | grep -q "^[[:space:]]$soname " && continue
+    compgen -G "$1/nvidia/*/lib/$soname" >/dev/null && continue
+    echo "${entry#*=}"
+  done | sort -u
+}
+
+# ensure_torch: installs the pinned wheel into $causal_torch_home once, then whatever CUDA libraries it
+# loads that this machine lacks (into site/nvidia, where the wheel's RPATH looks). Each install goes to a
+# temporary folder first, so an interrupted download never leaves a half install. Quiet when all is there.
+ensure_torch() {
+  local pip=(/usr/bin/python3 -m pip install --quiet --no-cache-dir --progress-bar on --disable-pip-version-check
+    --root-user-action=ignore)
+  local missing
+  if [ ! -f "$causal_torch_site/torch/share/cmake/Torch/TorchConfig.cmake" ]; then
+    echo "[setup] LibTorch ${causal_torch_version}+${causal_torch_cuda}: installing PyPI's torch wheel" \
+      "(a 530 MB download) into $causal_torch_home" >&2
+    local partial="$causal_torch_home.partial"
+    rm -rf "$partial"
+    mkdir -p "$partial"
+    "${pip[@]}" --no-deps --target "$partial/site" "torch==${causal_torch_version}" >&2
+    "${pip[@]}" --target "$partial/site" "${causal_torch_python_deps[@]}" >&2
+    mapfile -t missing < <(causal_missing_cuda_packages "$partial/site")
+    if [ ${#missing[@]} -gt 0 ]; then
+      echo "[setup] CUDA libraries the wheel loads that this machine lacks: ${missing[*]}" >&2
+      "${pip[@]}" --no-deps --target "$partial/site" "${missing[@]}" >&2
+    fi
+    rm -rf "$causal_torch_home"
+    mv "$partial" "$causal_torch_home"
+    return 0
+  fi
+  mapfile -t missing < <(causal_missing_cuda_packages "$causal_torch_site")
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "[setup] CUDA libraries the torch wheel loads that this machine lacks: ${missing[*]}" >&2
+  local scratch="$causal_torch_home/cuda-libs.partial"
+  rm -rf "$scratch"
+  "${pip[@]}" --no-deps --target "$scratch" "${missing[@]}" >&2
+  mkdir -p "$causal_torch_site/nvidia"
+  cp -a "$scratch/nvidia/." "$causal_torch_site/nvidia/"
+  rm -rf "$scratch"
+}
 
 ensure_packages() {
   local missing=() p
@@ -22,18 +110,32 @@ ensure_packages() {
   $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# build_causal [CMAKE OPTIONS...]: configures $CAUSAL_BUILD_DIR (default build/) once, then builds it.
+# ensure_libtorch: the LibTorch this build uses is present (see causal_libtorch above).
+ensure_libtorch() {
+  if [ "$causal_libtorch" = debian ]; then
+    ensure_packages "${causal_debian_torch_packages[@]}"
+  else
+    ensure_torch
+  fi
+}
+
+# build_causal [CMAKE OPTIONS...]: configures $CAUSAL_BUILD_DIR (default: see causal_build) when it is new or
+# its LibTorch changed, then builds it (all targets, or those in CAUSAL_BUILD_TARGETS).
 build_causal() {
   local build="${CAUSAL_BUILD_DIR:-$causal_build}"
-  if [ ! -f "$build/CMakeCache.txt" ]; then
+  local torch=(-DCAUSAL_TORCH_ROOT= -DCAUSAL_CUDA=OFF)
+  if [ "$causal_libtorch" = pypi ]; then
+    torch=(-DCAUSAL_TORCH_ROOT="$causal_torch_site/torch" -DCAUSAL_CUDA="$([ "${CAUSAL_CUDA:-0}" = 1 ] && echo ON || echo OFF)")
+  fi
+  if [ ! -f "$build/CMakeCache.txt" ] || ! grep -qx "CAUSAL_TORCH_ROOT:PATH=${torch[0]#*=}" "$build/CMakeCache.txt"; then
     local generator=()
     command -v ninja >/dev/null && generator=(-G Ninja)
-    cmake -S "$causal_root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+    cmake -S "$causal_root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${torch[@]}" "$@" >/dev/null
   fi
-  local jobs
-  jobs="$(nproc)"
+  local targets=() target
+  for target in ${CAUSAL_BUILD_TARGETS:-}; do targets+=(--target "$target"); done
   # The build prints only when it has work to do (or fails).
-  cmake --build "$build" --parallel "$jobs" | grep -v "^ninja: no work to do" || true
+  cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" | grep -v "^ninja: no work to do" || true
   test "${PIPESTATUS[0]}" -eq 0
 }
 

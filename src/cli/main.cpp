@@ -2,7 +2,6 @@
 // one line on stderr and the exit code documented in docs/errors.md.
 #include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
-#include <torch/version.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/build_info.h"
 #include "core/errors.h"
 
 namespace {
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
       "Exit codes (docs/errors.md): 0 ok, 1 unexpected failure, 2 config or usage, 3 data, 4 checkpoint,\n"
       "5 non-finite loss/gradients, 6 a data-parallel rank died or timed out, 130/143 stopped by\n"
       "SIGINT/SIGTERM after saving a checkpoint."};
-  app.set_version_flag("--version", std::string("causal 0.1 (LibTorch ") + TORCH_VERSION + ")");
+  app.set_version_flag("--version", "causal 0.1 (" + causal::build_description() + ")");
   app.require_subcommand(1);
 
   const std::vector<causal::cli::Command> commands = {

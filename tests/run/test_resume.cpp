@@ -19,6 +19,7 @@
 #include "support/byte_docs.h"
 #include "support/cli.h"
 #include "support/scratch_dir.h"
+#include "support/test_device.h"
 
 using namespace causal;
 namespace fs = std::filesystem;
@@ -143,6 +144,23 @@ CATCH_TEST_CASE("resume is bit-exact for a text run under bf16 autocast", "[e2e]
   RunConfig config = text_config(scratch.path, 0.0);
   config.model.autocast = AutocastKind::kBf16;
   check_resume_is_exact(config, {{7}}, scratch.path);
+}
+
+CATCH_TEST_CASE("resume is bit-exact on the test device (CAUSAL_TEST_DEVICE), with dropout and bf16 autocast",
+                "[e2e][resume][device]") {
+  const std::string skip = testing::device_skip_reason();  // the tests above are the CPU's
+  if (!skip.empty()) {
+    CATCH_WARN(skip);
+    return;
+  }
+  testing::ScratchDir scratch("resume_device");
+  RunConfig retrieval = retrieval_config(0.1);
+  retrieval.device = testing::test_device();
+  check_resume_is_exact(retrieval, {{12}}, scratch.path / "retrieval");
+  RunConfig text = text_config(scratch.path, 0.1);
+  text.device = testing::test_device();
+  text.model.autocast = AutocastKind::kBf16;
+  check_resume_is_exact(text, {{7}}, scratch.path / "text");
 }
 
 CATCH_TEST_CASE("resume refuses another model or data config, listing every field, before reading tensors",

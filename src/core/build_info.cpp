@@ -1,0 +1,31 @@
+// Build facts: the LibTorch version from its headers, CUDA from the build (CMake's CAUSAL_CUDA), the BLAS
+// from LibTorch's own build settings.
+#include "core/build_info.h"
+
+#include <ATen/Version.h>
+#include <torch/version.h>
+
+namespace causal {
+
+std::string blas_name() {
+  const std::string config = at::show_config();
+  const std::string key = "BLAS_INFO=";
+  const size_t at = config.find(key);
+  if (at == std::string::npos) return "unknown";
+  const size_t begin = at + key.size();
+  const std::string value = config.substr(begin, config.find_first_of(", \n", begin) - begin);
+  if (value == "mkl") return "MKL";
+  if (value == "open") return "OpenBLAS";
+  return value;
+}
+
+std::string build_description() {
+#ifdef CAUSAL_CUDA_VERSION
+  const std::string device = std::string("CUDA ") + CAUSAL_CUDA_VERSION;
+#else
+  const std::string device = "CPU";
+#endif
+  return std::string("LibTorch ") + TORCH_VERSION + ", " + device + ", BLAS " + blas_name();
+}
+
+}  // namespace causal

@@ -1,0 +1,96 @@
+// The CUDA paths, on the device CAUSAL_TEST_DEVICE names: the model equals the CPU's, bf16 autocast runs
+// there, batches arrive by asynchronous copies, and the device's generator state round-trips through a
+// checkpoint. On the CPU each test is reported skipped: it would compare the CPU with itself.
+#include <torch/torch.h>
+// Torch first: its glog macros must not replace Catch's.
+#include <catch2/catch.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "core/runtime.h"
+#include "data/batch.h"
+#include "model/autocast_scope.h"
+#include "model/transformer.h"
+#include "support/small_model.h"
+#include "support/test_device.h"
+
+using namespace causal;
+
+namespace {
+
+bool skipped() {
+  const std::string reason = testing::device_skip_reason();
+  if (!reason.empty()) CATCH_WARN(reason);
+  return !reason.empty();
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("device: forward and backward on the test device equal the CPU's", "[unit][device]") {
+  if (skipped()) return;
+  const c10::Device device = resolve_device(testing::test_device());
+  for (const AttentionKind kernel :
+       {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash}) {
+    CATCH_INFO("kernel " << to_string(kernel));
+    torch::manual_seed(5);
+    Transformer cpu(testing::small_text_model(kernel, 3));
+    Transformer gpu(testing::small_text_model(kernel, 3));
+    {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < cpu->parameters().size(); ++i) gpu->parameters()[i].copy_(cpu->parameters()[i]);
+    }
+    gpu->to(device);
+    ModelInputs in;
+    in.tokens = torch::randint(0, 11, {2, 16}, torch::kLong);
+    const torch::Tensor expected = cpu->forward(in).logits;
+    ModelInputs moved = in;
+    moved.tokens = in.tokens.to(device);
+    const torch::Tensor logits = gpu->forward(moved).logits;
+    expected.sum().backward();
+    logits.sum().backward();
+    // float32 on both sides (TF32 is off for matmuls by default): a few ulps of the largest logit apart.
+    const double scale = expected.abs().max().item<double>();
+    CATCH_CHECK((logits.cpu() - expected).abs().max().item<double>() <= 1e-5 * scale);
+    for (size_t i = 0; i < cpu->parameters().size(); ++i) {
+      const torch::Tensor g = cpu->parameters()[i].grad();
+      const double tolerance = 1e-4 * g.abs().max().item<double>() + 1e-7;
+      CATCH_CHECK((gpu->parameters()[i].grad().cpu() - g).abs().max().item<double>() <= tolerance);
+    }
+  }
+}
+
+CATCH_TEST_CASE("device: bf16 autocast on the test device runs the products in bfloat16", "[unit][device]") {
+  if (skipped()) return;
+  const c10::Device device = resolve_device(testing::test_device());
+  const torch::Tensor a = torch::randn({8, 8}, torch::TensorOptions(device));
+  AutocastScope scope(device.type(), autocast_dtype(AutocastKind::kBf16));
+  CATCH_CHECK(autocast_enabled(device.type()));
+  CATCH_CHECK(torch::mm(a, a).scalar_type() == torch::kBFloat16);
+}
+
+CATCH_TEST_CASE("device: batches reach the test device unchanged through pinned asynchronous copies",
+                "[unit][device]") {
+  if (skipped()) return;
+  const c10::Device device = resolve_device(testing::test_device());
+  Batch batch{torch::randint(0, 9, {4, 16, 1}, torch::kLong), torch::arange(16).expand({4, 16}),
+              torch::Tensor(), torch::ones({4, 16}, torch::kBool),
+              torch::randint(0, 9, {4, 16}, torch::kLong)};
+  const Batch moved = batch.to(device);
+  CATCH_CHECK(moved.tokens.device() == device);
+  CATCH_CHECK(!moved.segment_ids.defined());
+  // Reading them back waits on the stream the copies were queued on.
+  CATCH_CHECK(torch::equal(moved.tokens.cpu(), batch.tokens));
+  CATCH_CHECK(torch::equal(moved.labels.cpu(), batch.labels));
+  CATCH_CHECK(torch::equal(moved.key_valid.cpu(), batch.key_valid));
+}
+
+CATCH_TEST_CASE("device: a checkpoint's generator states make the test device draw the same numbers again",
+                "[unit][device]") {
+  if (skipped()) return;
+  const c10::Device device = resolve_device(testing::test_device());
+  torch::manual_seed(11);
+  const nlohmann::json saved = capture_global_rng(device);
+  const torch::Tensor first = torch::rand({64}, torch::TensorOptions(device));
+  torch::rand({1000}, torch::TensorOptions(device));  // moves the generator on
+  restore_global_rng(saved, device);
+  CATCH_CHECK(torch::equal(torch::rand({64}, torch::TensorOptions(device)).cpu(), first.cpu()));
+}
