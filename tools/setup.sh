@@ -41,9 +41,10 @@ causal_torch_cuda_libs=(
   libcufile.so.0="nvidia-cufile==1.15.1.6.*" libcusparseLt.so.0="nvidia-cusparselt-cu13==0.8.0"
   libnccl.so.2="nvidia-nccl-cu13==2.28.9" libcudnn.so.9="nvidia-cudnn-cu13==9.19.0.56"
   libnvshmem_host.so.3="nvidia-nvshmem-cu13==3.4.5")
-# torch's own Python dependencies that `import torch` and torch.compile on the CPU need (no GPU stack).
-causal_torch_python_deps=(filelock "typing-extensions>=4.10.0" "sympy>=1.13.3" "networkx>=2.5.1" jinja2
-  "fsspec>=0.8.5" "setuptools<82" numpy)
+# torch's own Python dependencies, with theirs, that `import torch` and torch.compile on the CPU need (no GPU
+# stack; installed without dependency resolution, so the list is complete).
+causal_torch_python_deps=(filelock "typing-extensions>=4.10.0" "sympy>=1.13.3" mpmath "networkx>=2.5.1" jinja2
+  MarkupSafe "fsspec>=0.8.5" "setuptools<82" numpy)
 # One install per machine, outside the clone, reused by every clone, tools/test and CI. The wheel is built
 # for one Python: that of Debian bookworm's /usr/bin/python3, which installs and runs it.
 causal_torch_home="${CAUSAL_TORCH_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/causal/torch-${causal_torch_version}-${causal_torch_cuda}-py3.11}"
@@ -65,7 +66,8 @@ causal_missing_cuda_packages() {
 # loads that this machine lacks (into site/nvidia, where the wheel's RPATH looks). Each install goes to a
 # temporary folder first, so an interrupted download never leaves a half install. Quiet when all is there.
 ensure_torch() {
-  local pip=(/usr/bin/python3 -m pip install --quiet --no-cache-dir --progress-bar on --disable-pip-version-check
+  # pip reports each download with a progress bar; the rest of its output goes too, once per machine.
+  local pip=(/usr/bin/python3 -m pip install --no-cache-dir --progress-bar on --disable-pip-version-check
     --root-user-action=ignore)
   local missing
   if [ ! -f "$causal_torch_site/torch/share/cmake/Torch/TorchConfig.cmake" ]; then
@@ -74,8 +76,8 @@ ensure_torch() {
     local partial="$causal_torch_home.partial"
     rm -rf "$partial"
     mkdir -p "$partial"
-    "${pip[@]}" --no-deps --target "$partial/site" "torch==${causal_torch_version}" >&2
-    "${pip[@]}" --target "$partial/site" "${causal_torch_python_deps[@]}" >&2
+    "${pip[@]}" --no-deps --target "$partial/site" "torch==${causal_torch_version}" \
+      "${causal_torch_python_deps[@]}" >&2
     mapfile -t missing < <(causal_missing_cuda_packages "$partial/site")
     if [ ${#missing[@]} -gt 0 ]; then
       echo "[setup] CUDA libraries the wheel loads that this machine lacks: ${missing[*]}" >&2
