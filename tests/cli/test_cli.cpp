@@ -25,6 +25,16 @@ CATCH_TEST_CASE("causal --help names the commands and exits 0", "[unit][cli]") {
   CATCH_CHECK_THAT(i.out, Catch::Matchers::Contains("--context") && Catch::Matchers::Contains("--dtype"));
 }
 
+CATCH_TEST_CASE("causal --version names LibTorch's version, CPU or CUDA, and a known BLAS", "[unit][cli]") {
+  Result r = run_causal("--version");
+  CATCH_CHECK(r.code == 0);
+  CATCH_INFO(r.out);
+  CATCH_CHECK(std::regex_search(
+      r.out,
+      std::regex(
+          R"(^causal \S+ \(LibTorch [0-9]+\.[0-9]+\.[0-9]+, (CPU|CUDA [0-9]+\.[0-9]+), BLAS (MKL|OpenBLAS)\))")));
+}
+
 CATCH_TEST_CASE("usage errors exit 2", "[unit][cli]") {
   CATCH_CHECK(run_causal("").code == 2);
   CATCH_CHECK(run_causal("train").code == 2);  // --config is required
