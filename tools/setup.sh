@@ -14,11 +14,15 @@ if [ "${CAUSAL_CUDA:-0}" = 1 ] && [ "$causal_libtorch" = debian ]; then
   echo "[setup] CAUSAL_CUDA=1 needs the PyPI wheel's LibTorch (Debian's 1.13.1 is CPU only)" >&2
   exit 2
 fi
+# The build's preset in CMakePresets.json, and its folder.
 if [ "${CAUSAL_CUDA:-0}" = 1 ]; then
+  causal_preset=cuda
   causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build-cuda}"
 elif [ "$causal_libtorch" = debian ]; then
+  causal_preset=debian-1.13
   causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build-debian}"
 else
+  causal_preset=release
   causal_build="${CAUSAL_BUILD_DIR:-$causal_root/build}"
 fi
 
@@ -121,18 +125,15 @@ ensure_libtorch() {
   fi
 }
 
-# build_causal [CMAKE OPTIONS...]: configures $CAUSAL_BUILD_DIR (default: see causal_build) when it is new or
-# its LibTorch changed, then builds it (all targets, or those in CAUSAL_BUILD_TARGETS).
+# build_causal [CMAKE OPTIONS...]: configures $CAUSAL_BUILD_DIR (default: see causal_build) from its preset
+# when it is new or its LibTorch changed, then builds it (all targets, or those in CAUSAL_BUILD_TARGETS).
 build_causal() {
   local build="${CAUSAL_BUILD_DIR:-$causal_build}"
-  local torch=(-DCAUSAL_TORCH_ROOT= -DCAUSAL_CUDA=OFF)
-  if [ "$causal_libtorch" = pypi ]; then
-    torch=(-DCAUSAL_TORCH_ROOT="$causal_torch_site/torch" -DCAUSAL_CUDA="$([ "${CAUSAL_CUDA:-0}" = 1 ] && echo ON || echo OFF)")
-  fi
-  if [ ! -f "$build/CMakeCache.txt" ] || ! grep -qx "CAUSAL_TORCH_ROOT:PATH=${torch[0]#*=}" "$build/CMakeCache.txt"; then
-    local generator=()
-    command -v ninja >/dev/null && generator=(-G Ninja)
-    cmake -S "$causal_root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${torch[@]}" "$@" >/dev/null
+  # The preset reads the wheel's torch/ folder from the environment; Debian's preset ignores it.
+  local root=""
+  [ "$causal_libtorch" = pypi ] && root="$causal_torch_site/torch"
+  if [ ! -f "$build/CMakeCache.txt" ] || ! grep -qx "CAUSAL_TORCH_ROOT:PATH=$root" "$build/CMakeCache.txt"; then
+    (cd "$causal_root" && CAUSAL_TORCH_ROOT="$root" cmake --preset "$causal_preset" -B "$build" "$@" >/dev/null)
   fi
   local targets=() target
   for target in ${CAUSAL_BUILD_TARGETS:-}; do targets+=(--target "$target"); done

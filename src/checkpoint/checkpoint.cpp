@@ -17,6 +17,7 @@
 #include "core/optim_compat.h"
 #include "core/rng_state.h"
 #include "io/atomic_file.h"
+#include "io/run_files.h"
 #include "io/safetensors.h"
 
 namespace causal {
@@ -188,7 +189,7 @@ CheckpointInfo read_checkpoint(const fs::path& dir) {
 }
 
 fs::path find_checkpoint(const fs::path& run_dir, const std::string& ref) {
-  const fs::path root = run_dir / "checkpoints";
+  const fs::path root = run_dir / run_files::kCheckpoints;
   if (ref.empty()) {
     if (auto latest = latest_valid_checkpoint(root)) return *latest;
     std::string why;
@@ -215,7 +216,8 @@ fs::path find_checkpoint(const fs::path& run_dir, const std::string& ref) {
     return dir;
   }
   const fs::path path(ref);
-  if (fs::is_directory(path / "checkpoints")) return find_checkpoint(path, "");  // a run folder: its newest
+  if (fs::is_directory(path / run_files::kCheckpoints))
+    return find_checkpoint(path, "");  // a run folder: its newest
   if (!fs::is_directory(path))
     throw CheckpointError("[checkpoint] " + ref + " is not a checkpoint directory");
   return path;
@@ -277,7 +279,8 @@ void load_optimizer_state(const fs::path& dir, torch::nn::Module& model, torch::
 }
 
 std::vector<std::string> config_differences(const nlohmann::json& stored, const nlohmann::json& requested,
-                                            const std::vector<std::string>& keys) {
+                                            const std::vector<std::string>& keys,
+                                            const std::string& stored_name) {
   std::vector<std::string> differences;
   for (const std::string& key : keys) {
     std::map<std::string, nlohmann::json> a, b;
@@ -289,10 +292,17 @@ std::vector<std::string> config_differences(const nlohmann::json& stored, const 
     for (const std::string& path : paths) {
       const nlohmann::json x = a.count(path) ? a[path] : nlohmann::json("(absent)");
       const nlohmann::json y = b.count(path) ? b[path] : nlohmann::json("(absent)");
-      if (x != y) differences.push_back(path + ": checkpoint " + x.dump() + ", requested " + y.dump());
+      if (x != y)
+        differences.push_back(path + ": " + stored_name + " " + x.dump() + ", requested " + y.dump());
     }
   }
   return differences;
+}
+
+std::string first_differences(const std::vector<std::string>& differences) {
+  if (differences.empty()) return "";
+  const size_t more = differences.size() - 1;
+  return differences.front() + (more > 0 ? ", and " + std::to_string(more) + " more" : "");
 }
 
 }  // namespace causal

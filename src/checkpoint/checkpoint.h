@@ -85,8 +85,12 @@ void load_model_weights(const std::filesystem::path& dir, torch::nn::Module& mod
 void load_optimizer_state(const std::filesystem::path& dir, torch::nn::Module& model,
                           torch::optim::Optimizer& optimizer);
 
-// "section.field: stored X, requested Y" for every leaf that differs under the given top-level keys.
+// "section.field: <stored_name> X, requested Y" for every leaf that differs under the given top-level keys.
 std::vector<std::string> config_differences(const nlohmann::json& stored, const nlohmann::json& requested,
-                                            const std::vector<std::string>& keys);
+                                            const std::vector<std::string>& keys,
+                                            const std::string& stored_name = "checkpoint");
+
+// The first difference and how many follow, for a one-line error: "model.d_model: ..., and 2 more".
+std::string first_differences(const std::vector<std::string>& differences);
 
 }  // namespace causal

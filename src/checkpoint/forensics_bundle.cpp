@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
+#include "io/run_files.h"
 #include "io/safetensors.h"
 
 namespace causal {
@@ -64,7 +65,7 @@ fs::path write_forensics(const fs::path& run_dir, const ForensicsBundle& bundle,
                           {"fault", bundle.fault},
                           {"last_checkpoint", bundle.last_checkpoint}};
   if (bundle.threads) state["threads"] = thread_split_to_json(*bundle.threads);
-  const fs::path root = run_dir / "forensics";
+  const fs::path root = run_dir / run_files::kForensics;
   fs::create_directories(root);
   fs::remove_all(root /
                  checkpoint_name(bundle.step));  // a replayed abort of the same step replaces its bundle

@@ -1,5 +1,6 @@
-// Where a training run starts: a new run folder, or a checkpoint (continued in its own folder or forked
-// into a new one), and whether that checkpoint may continue under the requested config.
+// Where a training run starts: a new run folder, a folder of this run restarted at step 0, or a checkpoint
+// (continued in its own folder or forked into a new one); whether that checkpoint may continue under the
+// requested config; and the results of a run that had already finished.
 #pragma once
 
 #include <filesystem>
@@ -28,15 +29,25 @@ struct StartPlan {
   std::filesystem::path continue_in;               // existing run folder to continue in; empty = create one
   std::string checkpoint_ref;                      // with continue_in: find_checkpoint's ref ("" = newest)
   std::optional<std::filesystem::path> fork_from;  // checkpoint to start a new folder from
+  // A folder holding this very run (config.json with the same model, data, seed and name) and no checkpoint
+  // at all: it was killed before its first checkpoint (SIGKILL, preemption) and starts again there from
+  // step 0, so a requeue loop converges. Empty otherwise.
+  std::filesystem::path restart_in;
 };
 
-// `name` and `steps` are the requested run's: an unfinished run of that name is continued by "auto".
-// Reads checkpoints but writes nothing. Throws CheckpointError for a PATH that holds none.
-StartPlan plan_start(const ResumeRequest& request, const std::string& name, int64_t steps);
+// `config` is the requested run's resolved config: an unfinished run of its name is continued by "auto".
+// Reads checkpoints but writes nothing. Throws CheckpointError for a PATH that holds none or a folder of
+// this run whose every checkpoint is invalid, and RunFolderError for a --run-dir that holds another run.
+StartPlan plan_start(const ResumeRequest& request, const nlohmann::json& config);
 
 // The checkpoint `plan` continues from, verified and parsed (nullopt for a fresh run). A run folder that
 // holds checkpoints newer than the one named is refused: continuing there would overwrite them.
 std::optional<CheckpointInfo> checkpoint_to_continue(const StartPlan& plan);
+
+// A finished run's results: `from` is its last step (`steps`) and the folder continued in has a readable
+// results.json. nullopt otherwise.
+std::optional<nlohmann::json> finished_results(const StartPlan& plan, const CheckpointInfo& from,
+                                               int64_t steps);
 
 // The requested config must describe the same model, data and seed as the checkpoint's, and the data
 // must still be what it was (`identity`, from the task); steps, intervals, threads may change and are

@@ -4,13 +4,15 @@
 #include <iostream>
 #include <memory>
 
+#include "bench/bench.h"
+#include "bench/matmul_peak.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "config/config_io.h"
 #include "core/errors.h"
 #include "core/runtime.h"
+#include "data/token_file.h"
 #include "model/autocast_scope.h"
-#include "run/bench.h"
-#include "train/throughput.h"
 
 namespace causal::cli {
 namespace {
@@ -29,7 +31,8 @@ int run_bench_command(const BenchFlags& flags) {
     c10::Device device(c10::kCPU);
     c10::ScalarType dtype = c10::kFloat;
     if (!flags.config.empty()) {
-      const RunConfig config = load_config(flags.config, flags.overrides);
+      const RunConfig config =
+          load_config(flags.config, flags.overrides, ConfigScope::kRun, train_vocab_size);
       device = resolve_device(config.device);
       dtype = products_dtype(config.model.autocast);
     }
@@ -38,7 +41,7 @@ int run_bench_command(const BenchFlags& flags) {
     return kExitOk;
   }
   if (flags.config.empty()) throw UsageError("bench: --config is required (or --matmul-peak alone)");
-  const RunConfig config = load_config(flags.config, flags.overrides);
+  const RunConfig config = load_config(flags.config, flags.overrides, ConfigScope::kRun, train_vocab_size);
   const BenchResult result = run_bench(config, flags.options);
   std::cout << (flags.json ? result.to_json().dump() + "\n" : format_bench(result, config)) << std::flush;
   return kExitOk;

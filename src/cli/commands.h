@@ -2,13 +2,11 @@
 // the one parsed. A command turns flags into a request for the library and prints what it returns.
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <string>
 
 namespace CLI {
 class App;
-class Validator;
 }  // namespace CLI
 
 namespace causal::cli {
@@ -26,12 +24,5 @@ Command add_report_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
-
-// A whole number >= min. CLI11's PositiveNumber reads "Value 0 not in range 0.000000 to 1797...": this one
-// says "--top-k: expected an integer >= 0, got -3".
-CLI::Validator at_least(int64_t min);
-
-// Help for --set, shared by the commands that take it.
-extern const char* const kSetHelp;
 
 }  // namespace causal::cli

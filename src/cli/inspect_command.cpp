@@ -4,10 +4,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "bench/cost_model.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "config/config_io.h"
 #include "core/errors.h"
-#include "model/cost_model.h"
+#include "data/token_file.h"
 
 namespace causal::cli {
 namespace {
@@ -23,7 +25,7 @@ struct InspectFlags {
 int run_inspect(const InspectFlags& flags) {
   if (flags.config.empty() && flags.run.empty()) throw UsageError("inspect: --config or --run is required");
   const std::string source = flags.run.empty() ? flags.config : flags.run + "/config.json";
-  const RunConfig config = load_config(source, flags.overrides, ConfigScope::kModel);
+  const RunConfig config = load_config(source, flags.overrides, ConfigScope::kModel, train_vocab_size);
   const int64_t t = flags.context > 0 ? flags.context : config.model.max_seq_len;
   const InspectReport report = inspect_model(config.model, t, flags.batch, flags.dtype);
   std::cout << (flags.json ? inspect_to_json(report).dump(2) : format_inspect(report)) << "\n";

@@ -16,7 +16,7 @@
 namespace {
 
 int fail(int code, const std::string& message) {
-  std::fprintf(stderr, "causal: error: %s\n", message.c_str());
+  std::fprintf(stderr, "%s%s\n", causal::kErrorPrefix, message.c_str());
   return code;
 }
 

@@ -9,13 +9,16 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "config/config_io.h"
 #include "core/errors.h"
-#include "report/report.h"
-#include "report/svg_chart.h"
-#include "report/sweep_page.h"
-#include "run/sweep.h"
-#include "run/sweep_summary.h"
+#include "data/token_file.h"
+#include "io/run_files.h"
+#include "review/report.h"
+#include "review/svg_chart.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_page.h"
+#include "sweep/sweep_summary.h"
 
 namespace causal::cli {
 namespace {
@@ -40,7 +43,7 @@ SweepSpec spec_from(const SweepFlags& flags) {
   if (!flags.metric.empty()) spec.metric = flags.metric;
   if (!flags.group_by.empty()) spec.group_by = flags.group_by;
   if (spec.config.empty()) throw UsageError("sweep: --config or --sweep is required");
-  finish_sweep_spec(spec, load_config(spec.config, spec.set).name);
+  finish_sweep_spec(spec, load_config(spec.config, spec.set, ConfigScope::kRun, train_vocab_size).name);
   return spec;
 }
 
@@ -80,7 +83,7 @@ int run_sweep_command(const SweepFlags& flags) {
       const bool done = p.state == PointState::kFinished || p.state == PointState::kSkipped;
       if (!done || reported.count(p.point.name)) continue;
       reported.insert(p.point.name);
-      if (p.state == PointState::kSkipped && fs::exists(fs::path(p.run_dir) / "report.html")) continue;
+      if (p.state == PointState::kSkipped && fs::exists(fs::path(p.run_dir) / run_files::kReport)) continue;
       try {
         write_report(p.run_dir);
       } catch (const Error& e) {  // the summary links to results.json instead

@@ -4,31 +4,16 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "config/config_io.h"
 #include "core/environment.h"
 #include "core/errors.h"
+#include "data/token_file.h"
 #include "dist/launcher.h"
 #include "run/train_run.h"
 #include "train/replay.h"
 
 namespace causal::cli {
-
-const char* const kSetHelp =
-    "Override one config field, typed by that field: --set model.d_model=256 --set "
-    "train.optimizer.lr=3e-4 --set data.kind=text. Repeatable; applied in order before validation "
-    "(fields: docs/config.md)";
-
-CLI::Validator at_least(int64_t min) {
-  const std::string bound = std::to_string(min);
-  return CLI::Validator(
-      [min, bound](std::string& text) -> std::string {
-        int64_t value = 0;
-        if (!CLI::detail::lexical_cast(text, value) || value < min)
-          return "expected an integer >= " + bound + ", got " + text;
-        return "";
-      },
-      "INT >= " + bound);
-}
 
 namespace {
 
@@ -48,7 +33,7 @@ int run_train(const TrainFlags& flags) {
     return replay.outcome.finite ? kExitOk : kExitNumerical;
   }
   if (flags.config.empty()) throw UsageError("train: --config is required (or --replay BUNDLE)");
-  const RunConfig config = load_config(flags.config, flags.overrides);
+  const RunConfig config = load_config(flags.config, flags.overrides, ConfigScope::kRun, train_vocab_size);
   if (flags.print_config) {
     std::cout << config_to_string(config) << "\n";
     return kExitOk;
@@ -77,12 +62,12 @@ Command add_train_command(CLI::App& app) {
   train->add_option("--config", flags->config,
                     "Config file (JSON, // comments allowed); see docs/config.md. Required unless --replay");
   train->add_option("--set", flags->overrides, kSetHelp);
-  train->add_option("--run-dir", flags->request.run_dir,
+  train->add_option("--run-dir", flags->request.start.run_dir,
                     "Run folder. With --resume auto, an existing one is continued from its newest valid "
                     "checkpoint; otherwise it must be empty or absent. Default: runs/<name> (runs/<name>-N "
                     "when that holds a finished run)");
   train
-      ->add_option("--resume", flags->request.resume,
+      ->add_option("--resume", flags->request.start.resume,
                    "auto: continue from the newest valid checkpoint of the run folder (--run-dir, or "
                    "runs/<name> if that run is unfinished), else start fresh; never: always a new run; "
                    "PATH: a checkpoint directory (or run folder) to continue from, in its own run folder "

@@ -43,7 +43,8 @@ bool mentions(const std::string& text, const std::string& path) {
 
 }  // namespace
 
-RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides, ConfigScope scope) {
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides, ConfigScope scope,
+                      const DataVocab& data_vocab) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw ConfigError(path, "", "is a directory, expected a JSON config file");
@@ -54,11 +55,12 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& o
   text << in.rdbuf();
   if (in.bad())
     throw ConfigError(path, "", std::string("cannot read the config file: ") + std::strerror(errno));
-  return parse_config_text(text.str(), path, overrides, scope);
+  return parse_config_text(text.str(), path, overrides, scope, data_vocab);
 }
 
 RunConfig parse_config_text(const std::string& text, const std::string& source,
-                            const std::vector<std::string>& overrides, ConfigScope scope) {
+                            const std::vector<std::string>& overrides, ConfigScope scope,
+                            const DataVocab& data_vocab) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
@@ -73,7 +75,7 @@ RunConfig parse_config_text(const std::string& text, const std::string& source,
   mark_vocab_auto(j);
   json_fields::read_value(j, config, source, "");
   for (const std::string& assignment : overrides) apply_override(config, assignment);
-  resolve(config);
+  resolve(config, data_vocab);
   try {
     validate(config, source, scope);
   } catch (const ConfigError& e) {

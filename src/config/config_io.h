@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/vocab_auto.h"
 #include "core/errors.h"
 
 namespace causal {
@@ -15,20 +16,20 @@ namespace causal {
 enum class ConfigScope { kModel, kRun };
 
 // Reads `path`, applies `overrides` ("dotted.path=value", in order), resolves derived defaults and
-// validates. Nothing about tensors is touched.
+// validates. Nothing about tensors is touched. "vocab": "auto" is accepted only with `data_vocab`.
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {},
-                      ConfigScope scope = ConfigScope::kRun);
+                      ConfigScope scope = ConfigScope::kRun, const DataVocab& data_vocab = {});
 
 // The same from already-loaded text (`source` names it in errors).
 RunConfig parse_config_text(const std::string& text, const std::string& source,
                             const std::vector<std::string>& overrides = {},
-                            ConfigScope scope = ConfigScope::kRun);
+                            ConfigScope scope = ConfigScope::kRun, const DataVocab& data_vocab = {});
 
 // Applies one "dotted.path=value" override; the value is typed by the field it targets.
 void apply_override(RunConfig& config, const std::string& assignment);
 
-// Fills values whose default depends on others (n_kv_heads 0, ffn_hidden 0).
-void resolve(RunConfig& config);
+// Fills values whose default depends on others (n_kv_heads 0, ffn_hidden 0, "auto" vocabs).
+void resolve(RunConfig& config, const DataVocab& data_vocab = {});
 
 // Throws ConfigError for the first invalid value (divisibility, ranges, lengths, vocabularies).
 void validate(const RunConfig& config, const std::string& source, ConfigScope scope = ConfigScope::kRun);

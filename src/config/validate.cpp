@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -360,8 +361,8 @@ void validate_train(const TrainConfig& t, const Checker& check) {
 
 }  // namespace
 
-void resolve(RunConfig& config) {
-  resolve_vocab_auto(config);
+void resolve(RunConfig& config, const DataVocab& data_vocab) {
+  resolve_vocab_auto(config, data_vocab);
   ModelConfig& m = config.model;
   if (m.n_kv_heads == 0) m.n_kv_heads = m.n_heads;
   // Left at 0 when d_model or ffn_multiple_of is invalid, so validate reports the real cause.
@@ -388,11 +389,11 @@ void validate(const RunConfig& config, const std::string& source, ConfigScope sc
   validate_model(config.model, check);
   validate_model_size(config.model, check);
   if (scope == ConfigScope::kModel) return;
-  if (config.data.kind == DataKind::kRetrieval) {
-    validate_retrieval(config, check);
-  } else {
-    validate_text(config, check);
-  }
+  // Each data.kind declares its own fields (config/data_config.h) and so its own checks.
+  using KindChecks = void (*)(const RunConfig&, const Checker&);
+  static const std::map<DataKind, KindChecks> kind_checks = {{DataKind::kRetrieval, validate_retrieval},
+                                                             {DataKind::kText, validate_text}};
+  kind_checks.at(config.data.kind)(config, check);
   validate_train(config.train, check);
   validate_dist(config.dist, check);
   if (cost_bound_per_sequence(config.model) * static_cast<double>(config.train.batch_size) >= kCostLimit) {

@@ -7,15 +7,6 @@
 #include "config/config_io.h"
 
 namespace causal {
-namespace {
-
-VocabAutoResolver& installed_resolver() {
-  static VocabAutoResolver resolver;
-  return resolver;
-}
-
-}  // namespace
-
 bool is_vocab_path(const std::string& path) {
   static const std::regex pattern(R"(model\.(output_vocab|inputs\[\d+\]\.vocab))");
   return std::regex_match(path, pattern);
@@ -31,9 +22,7 @@ void mark_vocab_auto(nlohmann::json& config) {
   }
 }
 
-void set_vocab_auto_resolver(VocabAutoResolver resolver) { installed_resolver() = std::move(resolver); }
-
-void resolve_vocab_auto(RunConfig& config) {
+void resolve_vocab_auto(RunConfig& config, const DataVocab& data_vocab) {
   ModelConfig& m = config.model;
   bool any = m.output_vocab == kVocabAuto;
   for (const InputField& field : m.inputs) any = any || field.vocab == kVocabAuto;
@@ -44,8 +33,8 @@ void resolve_vocab_auto(RunConfig& config) {
                       "\"auto\" takes the vocab from a text run's data.train; this run's data.kind is " +
                           to_string(config.data.kind));
   }
-  if (!installed_resolver()) throw ConfigError("config", path, "\"auto\" cannot be resolved in this program");
-  const int64_t vocab = installed_resolver()(config);
+  if (!data_vocab) throw ConfigError("config", path, "\"auto\" is not accepted here: give the vocab size");
+  const int64_t vocab = data_vocab(config.data);
   if (m.output_vocab == kVocabAuto) m.output_vocab = vocab;
   for (InputField& field : m.inputs) {
     if (field.vocab == kVocabAuto) field.vocab = vocab;

@@ -1,5 +1,6 @@
 // `"vocab": "auto"` and `"output_vocab": "auto"`: vocab sizes taken from the training data's tokenizer.
-// The config layer sits below data, so the data layer installs the function that reads a token file.
+// The config layer sits below data, so whoever loads a config that may say "auto" passes the reader
+// (data/token_file.h's train_vocab_size).
 #pragma once
 
 #include <cstdint>
@@ -20,12 +21,11 @@ bool is_vocab_path(const std::string& path);
 // Replaces "auto" in the vocab fields of a config's JSON by kVocabAuto, so the typed reader accepts it.
 void mark_vocab_auto(nlohmann::json& config);
 
-// Vocab size of the tokenizer of data.train (installed by src/data/token_file.cpp).
-using VocabAutoResolver = std::function<int64_t(const RunConfig&)>;
-void set_vocab_auto_resolver(VocabAutoResolver resolver);
+// The vocab size of data.train's tokenizer; empty where no data can be read.
+using DataVocab = std::function<int64_t(const DataConfig&)>;
 
-// Replaces every kVocabAuto by the training file's vocab size. Throws ConfigError when the run is not a
-// text run, and the resolver's DataError when data.train cannot be read.
-void resolve_vocab_auto(RunConfig& config);
+// Replaces every kVocabAuto by data_vocab(config.data). Throws ConfigError when the run is not a text run
+// or `data_vocab` is empty, and data_vocab's DataError when data.train cannot be read.
+void resolve_vocab_auto(RunConfig& config, const DataVocab& data_vocab);
 
 }  // namespace causal

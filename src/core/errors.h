@@ -18,6 +18,10 @@ enum ExitCode : int {
   kExitDist = 6,        // data-parallel ranks could not meet, or one of them died or timed out
 };
 
+// How the CLI prints an Error on stderr, as the last line: parents (the --nproc launcher, the sweep) find
+// their children's reason by it.
+inline constexpr const char* kErrorPrefix = "causal: error: ";
+
 // what() is always one line (newlines become spaces): the CLI and logs print it as a single line.
 class Error : public std::runtime_error {
  public:

@@ -161,6 +161,10 @@ c10::Device resolve_device(const std::string& device) {
   return parsed;
 }
 
+void synchronize(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize();
+}
+
 int64_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
   int64_t bytes = pages > 0 && page_size > 0 ? static_cast<int64_t>(pages) * page_size : 0;

@@ -60,6 +60,9 @@ int64_t machine_cores();
 // throws ConfigError naming the device otherwise.
 c10::Device resolve_device(const std::string& device);
 
+// Waits for the device's queued work (CUDA); nothing to wait for on the CPU.
+void synchronize(const c10::Device& device);
+
 // Memory this process can use: physical RAM (sysconf), or the cgroup v2 limit when that is lower
 // (containers). 0 when neither can be read.
 int64_t physical_memory_bytes();

@@ -224,9 +224,7 @@ std::string megabytes(double bytes) {
   return buf;
 }
 
-}  // namespace
-
-EncodeResult encode_text(const EncodeOptions& options) {
+void check_encode_options(const EncodeOptions& options) {
   if (options.inputs.empty()) throw DataError("[data encode] no input files given (--input)");
   if (options.out.empty()) throw DataError("[data encode] no output file given (--out)");
   const bool split = !options.val_out.empty();
@@ -240,155 +238,199 @@ EncodeResult encode_text(const EncodeOptions& options) {
     throw DataError("[data encode] --memory-mb must be at least 1 (MiB), got " +
                     std::to_string(options.memory_cap_bytes >> 20));
   }
-  std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(options.tokenizer);
-  const TokenizerInfo& info = tokenizer->info();
-  const std::string separator = unescape_separator(options.doc_separator);
-  const int64_t threads =
-      options.threads > 0 ? options.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
-  // A chunk of n bytes holds its text and at most n ids of 8 bytes while in flight: 9n bytes. Chunks are
-  // small enough for every thread to get a few per window.
-  constexpr int64_t kInFlightPerByte = 1 + static_cast<int64_t>(sizeof(int64_t));
-  const auto chunk_bytes = static_cast<size_t>(std::clamp<int64_t>(
-      options.memory_cap_bytes / kInFlightPerByte / (4 * threads), 4096, int64_t{4} << 20));
+}
 
-  EncodeResult result;
-  std::vector<DocSpan> spans;
-  int64_t skipped = 0;
-  for (size_t f = 0; f < options.inputs.size(); ++f) {
-    const size_t before = spans.size();
-    scan_documents(options.inputs, f, separator, chunk_bytes, spans, result.input_bytes);
-    if (spans.size() == before) ++skipped;
-  }
-  if (spans.empty()) {
-    throw DataError("[data encode] the " + std::to_string(options.inputs.size()) +
-                    " input file(s) hold no non-empty document");
-  }
-  const auto count = static_cast<int64_t>(spans.size());
-  const std::vector<bool> is_val = split ? choose_validation_documents(count, options.val_fraction)
-                                         : std::vector<bool>(spans.size(), false);
+// A chunk of n bytes holds its text and at most n ids of 8 bytes while in flight: 9n bytes.
+constexpr int64_t kInFlightPerByte = 1 + static_cast<int64_t>(sizeof(int64_t));
 
-  const auto start = std::chrono::steady_clock::now();
-  auto last_report = start;
-  int64_t done_bytes = 0, text_bytes = 0;
-  for (const DocSpan& span : spans) text_bytes += static_cast<int64_t>(span.length);
-  auto report = [&](bool force) {
+// One `data encode`: the documents found in a first pass over the inputs, then read again in chunks that
+// the threads encode a window at a time (at most memory_cap_bytes in flight) and write in document order.
+class TextEncoder {
+ public:
+  explicit TextEncoder(const EncodeOptions& options)
+      : options_(options),
+        tokenizer_(make_tokenizer(options.tokenizer)),
+        split_(!options.val_out.empty()),
+        threads_(options.threads > 0 ? options.threads
+                                     : std::max<int64_t>(1, std::thread::hardware_concurrency())),
+        // Small enough for every thread to get a few chunks per window.
+        chunk_bytes_(static_cast<size_t>(std::clamp<int64_t>(
+            options.memory_cap_bytes / kInFlightPerByte / (4 * threads_), 4096, int64_t{4} << 20))) {}
+
+  EncodeResult run() {
+    find_documents();
+    start_ = last_report_ = std::chrono::steady_clock::now();
+    const TokenizerInfo& info = tokenizer_->info();
+    const std::string& model = tokenizer_->model_bytes();
+    io_as<DataError>([&] {
+      write_file_atomically(options_.out, [&](std::ostream& train_out) {
+        TokenFileWriter train(train_out, options_.out, info, model, /*document_bytes_known=*/true);
+        if (!split_) return write_all(train, nullptr);
+        write_file_atomically(options_.val_out, [&](std::ostream& val_out) {
+          TokenFileWriter val(val_out, options_.val_out, info, model, /*document_bytes_known=*/true);
+          write_all(train, &val);
+        });
+      });
+    });
+    result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    report(true);
+    result_.summary = summary();
+    return result_;
+  }
+
+ private:
+  void find_documents() {
+    const std::string separator = unescape_separator(options_.doc_separator);
+    for (size_t f = 0; f < options_.inputs.size(); ++f) {
+      const size_t before = spans_.size();
+      scan_documents(options_.inputs, f, separator, chunk_bytes_, spans_, result_.input_bytes);
+      if (spans_.size() == before) ++skipped_files_;
+    }
+    if (spans_.empty()) {
+      throw DataError("[data encode] the " + std::to_string(options_.inputs.size()) +
+                      " input file(s) hold no non-empty document");
+    }
+    is_val_ = split_ ? choose_validation_documents(static_cast<int64_t>(spans_.size()), options_.val_fraction)
+                     : std::vector<bool>(spans_.size(), false);
+    for (const DocSpan& span : spans_) text_bytes_ += static_cast<int64_t>(span.length);
+  }
+
+  // At most every 2 s, and once at the end.
+  void report(bool force) {
     const auto now = std::chrono::steady_clock::now();
-    if (!options.progress || (!force && now - last_report < std::chrono::seconds(2))) return;
-    last_report = now;
-    const double s = std::chrono::duration<double>(now - start).count();
+    if (!options_.progress || (!force && now - last_report_ < std::chrono::seconds(2))) return;
+    last_report_ = now;
+    const double s = std::chrono::duration<double>(now - start_).count();
     char line[200];
     std::snprintf(
         line, sizeof(line), "[data encode] %s of %s (%.0f%%), %.1f MB/s",
-        megabytes(static_cast<double>(done_bytes)).c_str(),
-        megabytes(static_cast<double>(text_bytes)).c_str(),
-        100.0 * static_cast<double>(done_bytes) / static_cast<double>(std::max<int64_t>(text_bytes, 1)),
-        static_cast<double>(done_bytes) / 1e6 / std::max(s, 1e-9));
-    options.progress(line);
-  };
+        megabytes(static_cast<double>(done_bytes_)).c_str(),
+        megabytes(static_cast<double>(text_bytes_)).c_str(),
+        100.0 * static_cast<double>(done_bytes_) / static_cast<double>(std::max<int64_t>(text_bytes_, 1)),
+        static_cast<double>(done_bytes_) / 1e6 / std::max(s, 1e-9));
+    options_.progress(line);
+  }
 
-  int64_t train_docs = 0, val_docs = 0, train_tokens = 0, val_tokens = 0;
-  auto write_all = [&](TokenFileWriter& train, TokenFileWriter* val) {
-    std::vector<Chunk> window;
-    int64_t window_charge = 0;
-    auto flush_window = [&] {
-      encode_chunks(*tokenizer, window, threads);
-      int64_t held = 0;
-      for (const Chunk& c : window) held += static_cast<int64_t>(c.text.size() + 8 * c.ids.size());
-      result.peak_buffered_bytes = std::max(result.peak_buffered_bytes, held);
-      for (const Chunk& c : window) {
-        TokenFileWriter& out = is_val[c.doc] ? *val : train;
-        if (c.first) out.begin_document();
-        out.append(c.ids.data(), c.ids.size());
-        if (c.last) out.end_document(static_cast<int64_t>(spans[c.doc].length));
-        done_bytes += static_cast<int64_t>(c.text.size());
-      }
-      window.clear();
-      window_charge = 0;
-      report(false);
-    };
-    std::ifstream in;
-    size_t open_file = options.inputs.size();
-    std::string rest;  // text of the current document read but not yet in a chunk
-    for (size_t d = 0; d < spans.size(); ++d) {
-      const DocSpan& span = spans[d];
-      if (span.file != open_file) {
-        in = std::ifstream(options.inputs[span.file], std::ios::binary);
-        if (!in) throw DataError("[data encode] cannot read input '" + options.inputs[span.file] + "'");
-        open_file = span.file;
-      }
-      in.seekg(static_cast<std::streamoff>(span.offset));
-      uint64_t unread = span.length;
-      bool first = true;
-      rest.clear();
-      while (unread > 0 || !rest.empty()) {
-        const size_t want = std::min<uint64_t>(unread, chunk_bytes - std::min(rest.size(), chunk_bytes));
-        if (want > 0) {
-          const size_t had = rest.size();
-          rest.resize(had + want);
-          in.read(rest.data() + had, static_cast<std::streamsize>(want));
-          if (static_cast<size_t>(in.gcount()) != want) {
-            throw DataError("[data encode] input '" + options.inputs[span.file] +
-                            "' changed while it was being encoded (shorter than on the first pass)");
-          }
-          unread -= want;
-        }
-        const size_t cut = unread == 0 ? rest.size() : tokenizer->split_point(rest);
-        Chunk chunk;
-        chunk.doc = d;
-        chunk.first = first;
-        chunk.last = unread == 0 && cut == rest.size();
-        chunk.text = rest.substr(0, cut);
-        rest.erase(0, cut);
-        first = false;
-        const int64_t charge = kInFlightPerByte * static_cast<int64_t>(chunk.text.size());
-        if (window_charge + charge > options.memory_cap_bytes) flush_window();
-        window_charge += charge;
-        window.push_back(std::move(chunk));
-      }
+  // Encodes the window's chunks on the threads, then appends them in order to their files.
+  void flush_window(TokenFileWriter& train, TokenFileWriter* val) {
+    encode_chunks(*tokenizer_, window_, threads_);
+    int64_t held = 0;
+    for (const Chunk& c : window_) held += static_cast<int64_t>(c.text.size() + 8 * c.ids.size());
+    result_.peak_buffered_bytes = std::max(result_.peak_buffered_bytes, held);
+    for (const Chunk& c : window_) {
+      TokenFileWriter& out = is_val_[c.doc] ? *val : train;
+      if (c.first) out.begin_document();
+      out.append(c.ids.data(), c.ids.size());
+      if (c.last) out.end_document(static_cast<int64_t>(spans_[c.doc].length));
+      done_bytes_ += static_cast<int64_t>(c.text.size());
     }
-    flush_window();
+    window_.clear();
+    window_charge_ = 0;
+    report(false);
+  }
+
+  // Document `d` read again from its file, cut where the tokenizer allows into chunks of the window.
+  void read_document(size_t d, std::ifstream& in, TokenFileWriter& train, TokenFileWriter* val) {
+    const DocSpan& span = spans_[d];
+    in.seekg(static_cast<std::streamoff>(span.offset));
+    uint64_t unread = span.length;
+    bool first = true;
+    std::string rest;  // text of the document read but not yet in a chunk
+    while (unread > 0 || !rest.empty()) {
+      const size_t want = std::min<uint64_t>(unread, chunk_bytes_ - std::min(rest.size(), chunk_bytes_));
+      if (want > 0) {
+        const size_t had = rest.size();
+        rest.resize(had + want);
+        in.read(rest.data() + had, static_cast<std::streamsize>(want));
+        if (static_cast<size_t>(in.gcount()) != want) {
+          throw DataError("[data encode] input '" + options_.inputs[span.file] +
+                          "' changed while it was being encoded (shorter than on the first pass)");
+        }
+        unread -= want;
+      }
+      const size_t cut = unread == 0 ? rest.size() : tokenizer_->split_point(rest);
+      Chunk chunk;
+      chunk.doc = d;
+      chunk.first = first;
+      chunk.last = unread == 0 && cut == rest.size();
+      chunk.text = rest.substr(0, cut);
+      rest.erase(0, cut);
+      first = false;
+      const int64_t charge = kInFlightPerByte * static_cast<int64_t>(chunk.text.size());
+      if (window_charge_ + charge > options_.memory_cap_bytes) flush_window(train, val);
+      window_charge_ += charge;
+      window_.push_back(std::move(chunk));
+    }
+  }
+
+  void write_all(TokenFileWriter& train, TokenFileWriter* val) {
+    std::ifstream in;
+    size_t open_file = options_.inputs.size();
+    for (size_t d = 0; d < spans_.size(); ++d) {
+      if (spans_[d].file != open_file) {
+        open_file = spans_[d].file;
+        in = std::ifstream(options_.inputs[open_file], std::ios::binary);
+        if (!in) throw DataError("[data encode] cannot read input '" + options_.inputs[open_file] + "'");
+      }
+      read_document(d, in, train, val);
+    }
+    flush_window(train, val);
     train.finish();
     if (val != nullptr) val->finish();
-    train_docs = train.documents(), train_tokens = train.tokens();
-    if (val != nullptr) val_docs = val->documents(), val_tokens = val->tokens();
-  };
-  const std::string& model = tokenizer->model_bytes();
-  io_as<DataError>([&] {
-    write_file_atomically(options.out, [&](std::ostream& train_out) {
-      TokenFileWriter train(train_out, options.out, info, model, /*document_bytes_known=*/true);
-      if (!split) return write_all(train, nullptr);
-      write_file_atomically(options.val_out, [&](std::ostream& val_out) {
-        TokenFileWriter val(val_out, options.val_out, info, model, /*document_bytes_known=*/true);
-        write_all(train, &val);
-      });
-    });
-  });
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  report(true);
-
-  std::ostringstream s;
-  s << "tokenizer " << info.describe() << "\n";
-  s << "read " << options.inputs.size() << " file(s), " << result.input_bytes << " bytes: " << count
-    << " document(s)";
-  if (skipped > 0) s << " (" << skipped << " empty file(s) skipped)";
-  s << "\n";
-  const std::string width = to_string(smallest_dtype(info.vocab_size));
-  s << "wrote " << options.out << ": " << train_docs << " documents, " << train_tokens << " tokens (" << width
-    << ")\n";
-  if (split) {
-    s << "wrote " << options.val_out << ": " << val_docs << " documents, " << val_tokens << " tokens ("
-      << width << ")\n";
+    train_docs_ = train.documents(), train_tokens_ = train.tokens();
+    if (val != nullptr) val_docs_ = val->documents(), val_tokens_ = val->tokens();
   }
-  char line[160];
-  std::snprintf(line, sizeof(line), "encoded %s in %.2f s (%.1f MB/s, %lld threads), %.3f bytes per token\n",
-                megabytes(static_cast<double>(text_bytes)).c_str(), result.seconds,
-                static_cast<double>(text_bytes) / 1e6 / std::max(result.seconds, 1e-9),
-                static_cast<long long>(threads),
-                static_cast<double>(text_bytes) /
-                    static_cast<double>(std::max<int64_t>(train_tokens + val_tokens - 2 * count, 1)));
-  s << line;
-  result.summary = s.str();
-  return result;
+
+  std::string summary() const {
+    const TokenizerInfo& info = tokenizer_->info();
+    const auto count = static_cast<int64_t>(spans_.size());
+    std::ostringstream s;
+    s << "tokenizer " << info.describe() << "\n";
+    s << "read " << options_.inputs.size() << " file(s), " << result_.input_bytes << " bytes: " << count
+      << " document(s)";
+    if (skipped_files_ > 0) s << " (" << skipped_files_ << " empty file(s) skipped)";
+    s << "\n";
+    const std::string width = to_string(smallest_dtype(info.vocab_size));
+    s << "wrote " << options_.out << ": " << train_docs_ << " documents, " << train_tokens_ << " tokens ("
+      << width << ")\n";
+    if (split_) {
+      s << "wrote " << options_.val_out << ": " << val_docs_ << " documents, " << val_tokens_ << " tokens ("
+        << width << ")\n";
+    }
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "encoded %s in %.2f s (%.1f MB/s, %lld threads), %.3f bytes per token\n",
+                  megabytes(static_cast<double>(text_bytes_)).c_str(), result_.seconds,
+                  static_cast<double>(text_bytes_) / 1e6 / std::max(result_.seconds, 1e-9),
+                  static_cast<long long>(threads_),
+                  static_cast<double>(text_bytes_) /
+                      static_cast<double>(std::max<int64_t>(train_tokens_ + val_tokens_ - 2 * count, 1)));
+    s << line;
+    return s.str();
+  }
+
+  const EncodeOptions& options_;
+  const std::unique_ptr<Tokenizer> tokenizer_;
+  const bool split_;
+  const int64_t threads_;
+  const size_t chunk_bytes_;
+
+  EncodeResult result_;
+  std::vector<DocSpan> spans_;
+  std::vector<bool> is_val_;
+  int64_t skipped_files_ = 0;
+  int64_t text_bytes_ = 0, done_bytes_ = 0;
+  std::chrono::steady_clock::time_point start_, last_report_;
+  std::vector<Chunk> window_;
+  int64_t window_charge_ = 0;
+  int64_t train_docs_ = 0, val_docs_ = 0, train_tokens_ = 0, val_tokens_ = 0;
+};
+
+}  // namespace
+
+EncodeResult encode_text(const EncodeOptions& options) {
+  check_encode_options(options);
+  return TextEncoder(options).run();
 }
 
 std::string encode_text_files(const EncodeOptions& options) { return encode_text(options).summary; }

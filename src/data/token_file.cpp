@@ -12,7 +12,6 @@
 #include <limits>
 #include <utility>
 
-#include "config/vocab_auto.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
 #include "io/sha256.h"
@@ -33,9 +32,9 @@ constexpr size_t kOffModelBytes = 96, kOffFlags = 104, kOffReservedV2 = 108;
 constexpr uint32_t kFlagDocumentBytes = 1;  // the document byte count section holds real counts
 constexpr size_t kSha256Bytes = 32;
 
-std::string where(const std::string& path) { return "[token file] " + path + ": "; }
+std::string token_file_at(const std::string& path) { return "[token file] " + path + ": "; }
 
-std::string errno_text() { return std::strerror(errno); }
+std::string last_errno_text() { return std::strerror(errno); }
 
 template <class T>
 T load(const unsigned char* p) {
@@ -78,23 +77,23 @@ std::string dtype_list() { return "2 (u16) or 4 (u32)"; }
 // Header checks shared by the reader and the writer: what a header must satisfy on its own.
 void check_tokenizer_fields(const TokenizerInfo& t, TokenDtype dtype, const std::string& path) {
   if (t.name.empty() || t.name.size() > kMaxTokenizerName) {
-    throw DataError(where(path) + "corrupt header: tokenizer name must be 1.." +
+    throw DataError(token_file_at(path) + "corrupt header: tokenizer name must be 1.." +
                     std::to_string(kMaxTokenizerName) + " bytes, got " + std::to_string(t.name.size()));
   }
   for (char c : t.name) {
     if (c < 0x21 || c > 0x7e)
-      throw DataError(where(path) + "corrupt header: tokenizer name is not printable ASCII");
+      throw DataError(token_file_at(path) + "corrupt header: tokenizer name is not printable ASCII");
   }
   const int64_t max_vocab = dtype == TokenDtype::kU16 ? (int64_t{1} << 16) : (int64_t{1} << 32);
   if (t.vocab_size < 1 || t.vocab_size > max_vocab) {
-    throw DataError(where(path) + "corrupt header: vocab size " + std::to_string(t.vocab_size) +
+    throw DataError(token_file_at(path) + "corrupt header: vocab size " + std::to_string(t.vocab_size) +
                     " out of range 1.." + std::to_string(max_vocab) + " for " + to_string(dtype) + " ids");
   }
   const std::initializer_list<std::pair<const char*, int64_t>> specials = {
       {"bos", t.bos_id}, {"eos", t.eos_id}, {"pad", t.pad_id}};
   for (const auto& [name, id] : specials) {
     if (id < 0 || id >= t.vocab_size) {
-      throw DataError(where(path) + "corrupt header: " + name + " id " + std::to_string(id) +
+      throw DataError(token_file_at(path) + "corrupt header: " + name + " id " + std::to_string(id) +
                       " >= vocab size " + std::to_string(t.vocab_size));
     }
   }
@@ -104,28 +103,28 @@ void check_tokenizer_fields(const TokenizerInfo& t, TokenDtype dtype, const std:
 // declares account for exactly that many bytes.
 TokenFileHeader parse_header(const unsigned char* p, uint64_t file_size, const std::string& path) {
   if (file_size == 0) {
-    throw DataError(where(path) +
+    throw DataError(token_file_at(path) +
                     "empty file (0 bytes); expected a token file written by `causal data encode`");
   }
   if (file_size < kTokenFileHeaderBytes) {
-    throw DataError(where(path) + "truncated header: file has " + std::to_string(file_size) +
+    throw DataError(token_file_at(path) + "truncated header: file has " + std::to_string(file_size) +
                     " bytes, the header needs " + std::to_string(kTokenFileHeaderBytes));
   }
   if (std::memcmp(p + kOffMagic, kMagic, sizeof(kMagic)) != 0) {
-    throw DataError(where(path) +
+    throw DataError(token_file_at(path) +
                     "not a causal token file (wrong magic bytes; expected \"CAUSLTOK\"); write one with " +
                     "`causal data encode`");
   }
   TokenFileHeader h;
   h.version = load<uint32_t>(p + kOffVersion);
   if (h.version < kTokenFileOldestVersion || h.version > kTokenFileVersion) {
-    throw DataError(where(path) + "format version " + std::to_string(h.version) +
+    throw DataError(token_file_at(path) + "format version " + std::to_string(h.version) +
                     " not supported (this build reads versions " + std::to_string(kTokenFileOldestVersion) +
                     ".." + std::to_string(kTokenFileVersion) + "); re-encode the text");
   }
   const uint32_t width = load<uint32_t>(p + kOffWidth);
   if (width != 2 && width != 4) {
-    throw DataError(where(path) + "corrupt header: token width " + std::to_string(width) +
+    throw DataError(token_file_at(path) + "corrupt header: token width " + std::to_string(width) +
                     " bytes (expected " + dtype_list() + ")");
   }
   h.dtype = width == 2 ? TokenDtype::kU16 : TokenDtype::kU32;
@@ -135,39 +134,41 @@ TokenFileHeader parse_header(const unsigned char* p, uint64_t file_size, const s
   const uint64_t bos = load<uint64_t>(p + kOffBos), eos = load<uint64_t>(p + kOffEos),
                  pad = load<uint64_t>(p + kOffPad);
   if (tokens > file_size / width || documents > file_size / 8) {
-    throw DataError(where(path) + "file length " + std::to_string(file_size) +
+    throw DataError(token_file_at(path) + "file length " + std::to_string(file_size) +
                     " bytes is too short for the " + std::to_string(tokens) + " tokens and " +
                     std::to_string(documents) + " documents its header declares: truncated or corrupt");
   }
   const uint64_t special_limit = uint64_t{1} << 33;  // far above any valid id; keeps the int64 casts exact
   if (vocab > special_limit || bos > special_limit || eos > special_limit || pad > special_limit) {
-    throw DataError(where(path) + "corrupt header: vocab size or special id out of range");
+    throw DataError(token_file_at(path) + "corrupt header: vocab size or special id out of range");
   }
   h.token_count = static_cast<int64_t>(tokens);
   h.document_count = static_cast<int64_t>(documents);
   const char* name = reinterpret_cast<const char*>(p + kOffName);
   h.tokenizer.name.assign(name, strnlen(name, kMaxTokenizerName));
   for (size_t i = h.tokenizer.name.size(); i < kMaxTokenizerName; ++i) {
-    if (name[i] != 0) throw DataError(where(path) + "corrupt header: tokenizer name is not NUL-padded");
+    if (name[i] != 0)
+      throw DataError(token_file_at(path) + "corrupt header: tokenizer name is not NUL-padded");
   }
   size_t reserved_from = kOffReserved;
   if (h.version >= 2) {
     const uint64_t model = load<uint64_t>(p + kOffModelBytes);
     const uint32_t flags = load<uint32_t>(p + kOffFlags);
     if (model > file_size) {
-      throw DataError(where(path) + "file length " + std::to_string(file_size) +
+      throw DataError(token_file_at(path) + "file length " + std::to_string(file_size) +
                       " bytes is too short for the " + std::to_string(model) +
                       "-byte tokenizer model its header declares: truncated or corrupt");
     }
     if ((flags & ~kFlagDocumentBytes) != 0)
-      throw DataError(where(path) + "corrupt header: unknown flags " + std::to_string(flags));
+      throw DataError(token_file_at(path) + "corrupt header: unknown flags " + std::to_string(flags));
     h.model_bytes = static_cast<int64_t>(model);
     h.document_bytes_known = (flags & kFlagDocumentBytes) != 0;
     reserved_from = kOffReservedV2;
   }
   for (size_t i = reserved_from; i < kTokenFileHeaderBytes; ++i) {
     if (p[i] != 0)
-      throw DataError(where(path) + "corrupt header: reserved byte " + std::to_string(i) + " is not zero");
+      throw DataError(token_file_at(path) + "corrupt header: reserved byte " + std::to_string(i) +
+                      " is not zero");
   }
   h.tokenizer.vocab_size = static_cast<int64_t>(vocab);
   h.tokenizer.bos_id = static_cast<int64_t>(bos);
@@ -177,11 +178,11 @@ TokenFileHeader parse_header(const unsigned char* p, uint64_t file_size, const s
   // Version 1 was written by the bytes tokenizer alone: a document's text is its ids between BOS and EOS.
   if (h.version == 1) h.document_bytes_known = h.tokenizer.name == "bytes";
   if (h.document_count == 0 || h.token_count == 0) {
-    throw DataError(where(path) + "holds no documents (" + std::to_string(h.token_count) + " tokens, " +
-                    std::to_string(h.document_count) + " documents)");
+    throw DataError(token_file_at(path) + "holds no documents (" + std::to_string(h.token_count) +
+                    " tokens, " + std::to_string(h.document_count) + " documents)");
   }
   if (static_cast<uint64_t>(h.file_bytes()) != file_size) {
-    throw DataError(where(path) + "file length " + std::to_string(file_size) +
+    throw DataError(token_file_at(path) + "file length " + std::to_string(file_size) +
                     " bytes does not match its header (" + std::to_string(h.token_count) + " " +
                     to_string(h.dtype) + " tokens and " + std::to_string(h.document_count) +
                     " documents need " + std::to_string(h.file_bytes()) + " bytes): truncated or corrupt");
@@ -200,30 +201,31 @@ void check_body(const std::string& path, const TokenizerInfo& tok, int64_t n, in
     return s;
   };
   if (start_at(0) != 0) {
-    throw DataError(where(path) + "document offsets must start at 0, first is " +
+    throw DataError(token_file_at(path) + "document offsets must start at 0, first is " +
                     std::to_string(start_at(0)));
   }
   for (int64_t k = 0; k < d; ++k) {
     const int64_t begin = start_at(k);
     const int64_t end = k + 1 < d ? start_at(k + 1) : n;
     if (k + 1 < d && end <= begin) {
-      throw DataError(where(path) + "document offsets not increasing: document " + std::to_string(k + 1) +
-                      " starts at token " + std::to_string(end) + ", document " + std::to_string(k) + " at " +
-                      std::to_string(begin));
+      throw DataError(token_file_at(path) + "document offsets not increasing: document " +
+                      std::to_string(k + 1) + " starts at token " + std::to_string(end) + ", document " +
+                      std::to_string(k) + " at " + std::to_string(begin));
     }
     if (end > n) {
-      throw DataError(where(path) + "document " + std::to_string(k + 1) + " starts at token " +
+      throw DataError(token_file_at(path) + "document " + std::to_string(k + 1) + " starts at token " +
                       std::to_string(end) + ", past the " + std::to_string(n) + " tokens in the file");
     }
     if (end - begin < 2) {
-      throw DataError(where(path) + "document " + std::to_string(k) + " at " + at_offset(begin) + " has " +
-                      std::to_string(end - begin) + " token(s); every document holds at least BOS and EOS");
+      throw DataError(token_file_at(path) + "document " + std::to_string(k) + " at " + at_offset(begin) +
+                      " has " + std::to_string(end - begin) +
+                      " token(s); every document holds at least BOS and EOS");
     }
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t id = token_at(i);
     if (id < 0 || id >= tok.vocab_size) {
-      throw DataError(where(path) + "token id " + std::to_string(id) + " at " + at_offset(i) +
+      throw DataError(token_file_at(path) + "token id " + std::to_string(id) + " at " + at_offset(i) +
                       " is out of range for " + "vocab size " + std::to_string(tok.vocab_size) +
                       " (tokenizer " + tok.name + ")");
     }
@@ -232,12 +234,12 @@ void check_body(const std::string& path, const TokenizerInfo& tok, int64_t n, in
     const int64_t begin = start_at(k);
     const int64_t last = (k + 1 < d ? start_at(k + 1) : n) - 1;
     if (token_at(begin) != tok.bos_id) {
-      throw DataError(where(path) + "document " + std::to_string(k) + " at " + at_offset(begin) +
+      throw DataError(token_file_at(path) + "document " + std::to_string(k) + " at " + at_offset(begin) +
                       " starts with id " + std::to_string(token_at(begin)) + ", not BOS " +
                       std::to_string(tok.bos_id));
     }
     if (token_at(last) != tok.eos_id) {
-      throw DataError(where(path) + "document " + std::to_string(k) + " ends at " + at_offset(last) +
+      throw DataError(token_file_at(path) + "document " + std::to_string(k) + " ends at " + at_offset(last) +
                       " with id " + std::to_string(token_at(last)) + ", not EOS " +
                       std::to_string(tok.eos_id));
     }
@@ -247,26 +249,19 @@ void check_body(const std::string& path, const TokenizerInfo& tok, int64_t n, in
 // Opens `path` read-only and checks it is a regular file; the caller closes the descriptor.
 std::pair<int, struct stat> open_regular_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError(where(path) + "cannot open: " + errno_text());
+  if (fd < 0) throw DataError(token_file_at(path) + "cannot open: " + last_errno_text());
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    const std::string err = errno_text();
+    const std::string err = last_errno_text();
     ::close(fd);
-    throw DataError(where(path) + "cannot stat: " + err);
+    throw DataError(token_file_at(path) + "cannot stat: " + err);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw DataError(where(path) + "not a regular file");
+    throw DataError(token_file_at(path) + "not a regular file");
   }
   return {fd, st};
 }
-
-// "vocab": "auto" reads data.train's header; installed here because the config layer cannot see data.
-const bool kVocabAutoInstalled = [] {
-  set_vocab_auto_resolver(
-      [](const RunConfig& config) { return read_token_file_header(config.data.train).tokenizer.vocab_size; });
-  return true;
-}();
 
 }  // namespace
 
@@ -307,7 +302,7 @@ TokenFileHeader read_token_file_header(const std::string& path) {
     const ssize_t r = ::pread(fd, sha, sizeof(sha), st.st_size - static_cast<off_t>(kSha256Bytes));
     if (r != static_cast<ssize_t>(sizeof(sha))) {
       ::close(fd);
-      throw DataError(where(path) + "cannot read the tokenizer model's sha256");
+      throw DataError(token_file_at(path) + "cannot read the tokenizer model's sha256");
     }
     h.tokenizer.model_sha256 = hex_of(sha, sizeof(sha));
   }
@@ -323,9 +318,9 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     parse_header(nullptr, 0, path);  // throws the empty-file error
   }
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const std::string map_err = map == MAP_FAILED ? errno_text() : "";
+  const std::string map_err = map == MAP_FAILED ? last_errno_text() : "";
   ::close(fd);  // the mapping keeps the file alive
-  if (map == MAP_FAILED) throw DataError(where(path) + "mmap failed: " + map_err);
+  if (map == MAP_FAILED) throw DataError(token_file_at(path) + "mmap failed: " + map_err);
   map_ = map;
   map_bytes_ = size;
   try {
@@ -339,7 +334,8 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
       model_.assign(reinterpret_cast<const char*>(model), static_cast<size_t>(header_.model_bytes));
       header_.tokenizer.model_sha256 = hex_of(model + header_.model_bytes, kSha256Bytes);
       if (sha256_hex(model_) != header_.tokenizer.model_sha256) {
-        throw DataError(where(path) + "the embedded tokenizer model does not match its sha256 (corrupt)");
+        throw DataError(token_file_at(path) +
+                        "the embedded tokenizer model does not match its sha256 (corrupt)");
       }
     }
     check_body(
@@ -429,7 +425,7 @@ std::vector<int64_t> TokenFile::document(int64_t d) const {
 
 int64_t TokenFile::document_bytes(int64_t d) const {
   if (!header_.document_bytes_known)
-    throw DataError(where(path_) + "records no text byte counts (ids imported from another trainer)");
+    throw DataError(token_file_at(path_) + "records no text byte counts (ids imported from another trainer)");
   if (header_.version == 1) return document_length(d) - 2;
   return static_cast<int64_t>(load<uint64_t>(doc_bytes_ + 8 * d));
 }
@@ -445,8 +441,8 @@ TokenFileWriter::TokenFileWriter(std::ostream& out, std::string path, TokenizerI
   check_tokenizer_fields(header_.tokenizer, header_.dtype, path_);
   const std::string model_sha = model_.empty() ? "" : sha256_hex(model_);
   if (model_sha != header_.tokenizer.model_sha256) {
-    throw DataError(where(path_) + "tokenizer model sha256 '" + model_sha + "' differs from the recorded '" +
-                    header_.tokenizer.model_sha256 + "'");
+    throw DataError(token_file_at(path_) + "tokenizer model sha256 '" + model_sha +
+                    "' differs from the recorded '" + header_.tokenizer.model_sha256 + "'");
   }
   const unsigned char placeholder[kTokenFileHeaderBytes] = {};
   out_.write(reinterpret_cast<const char*>(placeholder), sizeof(placeholder));
@@ -454,7 +450,7 @@ TokenFileWriter::TokenFileWriter(std::ostream& out, std::string path, TokenizerI
 
 void TokenFileWriter::put_id(int64_t id) {
   if (id < 0 || id >= header_.tokenizer.vocab_size) {
-    throw DataError(where(path_) + "token id " + std::to_string(id) + " at token offset " +
+    throw DataError(token_file_at(path_) + "token id " + std::to_string(id) + " at token offset " +
                     std::to_string(tokens_) + " is out of range for vocab size " +
                     std::to_string(header_.tokenizer.vocab_size) + " (tokenizer " + header_.tokenizer.name +
                     ")");
@@ -498,7 +494,8 @@ void TokenFileWriter::add_document(const int64_t* body, size_t count, int64_t by
 }
 
 void TokenFileWriter::finish() {
-  if (starts_.empty()) throw DataError(where(path_) + "refusing to write a token file with no documents");
+  if (starts_.empty())
+    throw DataError(token_file_at(path_) + "refusing to write a token file with no documents");
   flush_ids();
   header_.token_count = static_cast<int64_t>(tokens_);
   header_.document_count = static_cast<int64_t>(starts_.size());
@@ -545,10 +542,10 @@ void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
   const TokenDtype width = dtype.value_or(smallest_dtype(tokenizer.vocab_size));
   check_tokenizer_fields(tokenizer, width, path);
   const auto d = static_cast<int64_t>(document_starts.size());
-  if (d == 0) throw DataError(where(path) + "refusing to write a token file with no documents");
+  if (d == 0) throw DataError(token_file_at(path) + "refusing to write a token file with no documents");
   if (!document_bytes.empty() && static_cast<int64_t>(document_bytes.size()) != d) {
-    throw DataError(where(path) + std::to_string(document_bytes.size()) + " document byte counts for " +
-                    std::to_string(d) + " documents");
+    throw DataError(token_file_at(path) + std::to_string(document_bytes.size()) +
+                    " document byte counts for " + std::to_string(d) + " documents");
   }
   check_body(
       path, tokenizer, static_cast<int64_t>(tokens.size()), d, [&](int64_t i) { return tokens[i]; },
@@ -580,15 +577,19 @@ void check_model_vocab(const TokenFileHeader& header, const std::string& path, i
                        int64_t output_vocab) {
   const int64_t v = header.tokenizer.vocab_size;
   if (input_vocab != v) {
-    throw DataError(where(path) + "tokenizer " + header.tokenizer.name + " has vocab size " +
+    throw DataError(token_file_at(path) + "tokenizer " + header.tokenizer.name + " has vocab size " +
                     std::to_string(v) + " but model.inputs[0].vocab is " + std::to_string(input_vocab) +
                     "; set it to " + std::to_string(v));
   }
   if (output_vocab != v) {
-    throw DataError(where(path) + "tokenizer " + header.tokenizer.name + " has vocab size " +
+    throw DataError(token_file_at(path) + "tokenizer " + header.tokenizer.name + " has vocab size " +
                     std::to_string(v) + " but model.output_vocab is " + std::to_string(output_vocab) +
                     "; set it to " + std::to_string(v));
   }
+}
+
+int64_t train_vocab_size(const DataConfig& data) {
+  return read_token_file_header(data.train).tokenizer.vocab_size;
 }
 
 }  // namespace causal

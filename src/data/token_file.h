@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "config/data_config.h"
 #include "data/tokenizer.h"
 
 namespace causal {
@@ -41,6 +42,9 @@ struct TokenFileHeader {
 // Reads and checks only the header and the file length (cheap: for config validation before training).
 // Throws DataError naming the file on anything a full open would also reject at that level.
 TokenFileHeader read_token_file_header(const std::string& path);
+
+// The vocab size of data.train's tokenizer: what "vocab": "auto" stands for (load_config's DataVocab).
+int64_t train_vocab_size(const DataConfig& data);
 
 // A validated, read-only, memory-mapped token file. Move-only; the mapping lives as long as the object.
 class TokenFile {

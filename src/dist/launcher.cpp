@@ -1,12 +1,11 @@
-// Local launcher: fork/exec of the ranks, console prefixing, signal forwarding, fail-fast supervision.
+// Local launcher: the ranks as child processes, console prefixing, signal forwarding, fail-fast supervision.
 #include "dist/launcher.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,21 +16,13 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/child_exit.h"
-#include "core/stop_signals.h"
+#include "core/errors.h"
+#include "core/subprocess.h"
 
 extern char** environ;
 
 namespace causal {
 namespace {
-
-volatile std::sig_atomic_t g_signal = 0;
-volatile std::sig_atomic_t g_signal_count = 0;
-
-void on_signal(int signal) {
-  g_signal = signal;
-  g_signal_count = g_signal_count + 1;
-}
 
 // One worker's console stream: bytes in, "[rank R] line" out.
 struct Stream {
@@ -42,21 +33,22 @@ struct Stream {
 
 struct Worker {
   int64_t rank = 0;
-  pid_t pid = -1;
-  bool running = true;
-  int status = 0;
+  Subprocess process;
   Stream out, err;
-  std::string last_error;  // the last "causal: error:" line on its stderr (else its last stderr line)
+  std::string stderr_tail;  // its last kStderrTail bytes of stderr: the error line is the last one
 };
+
+constexpr size_t kStderrTail = 16 << 10;
 
 void emit_lines(Worker& w, Stream& s, bool flush_partial) {
   size_t start = 0;
   for (size_t end; (end = s.pending.find('\n', start)) != std::string::npos; start = end + 1) {
     const std::string line = s.pending.substr(start, end - start);
     std::fprintf(s.to, "[rank %lld] %s\n", static_cast<long long>(w.rank), line.c_str());
-    if (&s == &w.err &&
-        (line.rfind("causal: error:", 0) == 0 || w.last_error.rfind("causal: error:", 0) != 0))
-      w.last_error = line;
+    if (&s == &w.err) {
+      w.stderr_tail += line + "\n";
+      if (w.stderr_tail.size() > kStderrTail) w.stderr_tail.erase(0, w.stderr_tail.size() - kStderrTail);
+    }
   }
   s.pending.erase(0, start);
   if (flush_partial && !s.pending.empty()) {
@@ -80,17 +72,16 @@ void pump(Worker& w, Stream& s) {
   }
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "was " + killed_by_signal(status);
-  return "stopped";
-}
-
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
+// Why a worker failed: its error line, else its last line on stderr.
+std::string failure_reason(const Worker& w) {
+  std::string reason = last_error_line(w.stderr_tail);
+  if (reason.empty() && !w.stderr_tail.empty()) {
+    const size_t end = w.stderr_tail.size() - 1;  // the final newline
+    const size_t start = w.stderr_tail.rfind('\n', end - 1);
+    reason = w.stderr_tail.substr(start == std::string::npos ? 0 : start + 1,
+                                  end - (start == std::string::npos ? 0 : start + 1));
+  }
+  return reason;
 }
 
 // The environment of rank `rank`: this process's, with torchrun's variables replaced.
@@ -119,38 +110,23 @@ std::string executable_path() {
 
 Worker start_worker(int64_t rank, const LocalLaunchOptions& options, int port, const std::string& exe) {
   int out_pipe[2], err_pipe[2];
-  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0)
+  // Close-on-exec: the child keeps only the ends dup2 gives it as stdout and stderr.
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
     throw DistributedError(std::string("--nproc: pipe() failed: ") + std::strerror(errno));
-  // Everything the child needs is built before fork(): after it only async-signal-safe calls are made.
-  std::vector<std::string> args = options.command;
-  std::vector<std::string> env = worker_environment(rank, options.nproc, port);
-  std::vector<char*> argv = pointers(args), envp = pointers(env);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw DistributedError(std::string("--nproc: fork() failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(out_pipe[1], STDOUT_FILENO);
-    ::dup2(err_pipe[1], STDERR_FILENO);
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    ::close(out_pipe[1]);
-    ::close(err_pipe[1]);
-    ::execve(exe.c_str(), argv.data(), envp.data());
-    ::_exit(127);
-  }
+  SpawnOptions spawn;
+  spawn.argv = options.command;
+  spawn.executable = exe;
+  spawn.env = worker_environment(rank, options.nproc, port);
+  spawn.stdout_fd = out_pipe[1];
+  spawn.stderr_fd = err_pipe[1];
+  Worker w{rank, Subprocess::spawn(spawn), {out_pipe[0], stdout, {}}, {err_pipe[0], stderr, {}}, {}};
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  Worker w;
-  w.rank = rank;
-  w.pid = pid;
-  w.out = {out_pipe[0], stdout, {}};
-  w.err = {err_pipe[0], stderr, {}};
   return w;
 }
 
 void signal_running(std::vector<Worker>& workers, int signal) {
-  for (Worker& w : workers)
-    if (w.running) ::kill(w.pid, signal);
+  for (Worker& w : workers) w.process.signal(signal);
 }
 
 }  // namespace
@@ -196,21 +172,16 @@ int launch_local(const LocalLaunchOptions& options) {
   using Clock = std::chrono::steady_clock;
   const std::string exe = executable_path();
   const int port = free_loopback_port();
-  // The workers, in process groups of their own, never see the terminal's Ctrl-C directly, so each
-  // receives every signal exactly once (from here).
-  StopSignalScope forwarding(on_signal);
+  ForwardedSignals signals;
   std::vector<Worker> workers;
   for (int64_t rank = 0; rank < options.nproc; ++rank)
     workers.push_back(start_worker(rank, options, port, exe));
 
-  int forwarded = 0;               // signals passed on so far
   const Worker* failed = nullptr;  // the first worker to fail
   Clock::time_point kill_at{};     // after a failure: when the survivors get SIGKILL
   for (;;) {
-    while (forwarded < g_signal_count) {
-      signal_running(workers, g_signal);
-      ++forwarded;
-    }
+    for (ForwardedSignals::Arrived a = signals.take(); a.count > 0; --a.count)
+      signal_running(workers, a.signal);
     std::vector<pollfd> fds;
     std::vector<std::pair<Worker*, Stream*>> owners;
     for (Worker& w : workers) {
@@ -222,17 +193,14 @@ int launch_local(const LocalLaunchOptions& options) {
     }
     bool any_running = false;
     for (Worker& w : workers) {
-      if (!w.running) continue;
-      if (::waitpid(w.pid, &w.status, WNOHANG) == w.pid) {
-        w.running = false;
-        if (child_exit_code(w.status) != 0 && failed == nullptr) {
-          failed = &w;
-          // Fail fast: the others are asked to stop, then killed if they have not after the grace time.
-          signal_running(workers, SIGTERM);
-          kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.grace_s * 1000));
-        }
+      if (!w.process.running()) continue;
+      if (w.process.poll() && w.process.exit_code() != 0 && failed == nullptr) {
+        failed = &w;
+        // Fail fast: the others are asked to stop, then killed if they have not after the grace time.
+        signal_running(workers, SIGTERM);
+        kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.grace_s * 1000));
       }
-      any_running = any_running || w.running;
+      any_running = any_running || w.process.running();
     }
     if (failed != nullptr && any_running && Clock::now() >= kill_at) signal_running(workers, SIGKILL);
     if (!any_running && fds.empty()) break;
@@ -242,12 +210,10 @@ int launch_local(const LocalLaunchOptions& options) {
     }
   }
   if (failed == nullptr) return kExitOk;
-  std::string error = failed->last_error;
-  if (error.rfind("causal: error: ", 0) == 0) error.erase(0, 15);
-  if (!error.empty()) error = ": " + error;
+  const std::string reason = failure_reason(*failed);
   throw WorkerFailed("--nproc " + std::to_string(options.nproc) + ": rank " + std::to_string(failed->rank) +
-                         " " + describe_status(failed->status) + error,
-                     child_exit_code(failed->status));
+                         " " + failed->process.describe() + (reason.empty() ? "" : ": " + reason),
+                     failed->process.exit_code());
 }
 
 }  // namespace causal

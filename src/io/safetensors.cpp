@@ -23,7 +23,7 @@ const std::vector<std::pair<at::ScalarType, std::string>>& dtype_names() {
   return names;
 }
 
-std::string where(const std::string& path) { return "[safetensors] " + path + ": "; }
+std::string safetensors_at(const std::string& path) { return "[safetensors] " + path + ": "; }
 
 }  // namespace
 
@@ -35,12 +35,12 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     if (name == "__metadata__" || header.contains(name)) {
-      throw CheckpointError(where(path) + "duplicate or reserved tensor name '" + name + "'");
+      throw CheckpointError(safetensors_at(path) + "duplicate or reserved tensor name '" + name + "'");
     }
     auto it = std::find_if(dtype_names().begin(), dtype_names().end(),
                            [&](const auto& p) { return p.first == tensor.scalar_type(); });
     if (it == dtype_names().end()) {
-      throw CheckpointError(where(path) + "tensor '" + name + "' has unsupported dtype " +
+      throw CheckpointError(safetensors_at(path) + "tensor '" + name + "' has unsupported dtype " +
                             std::string(c10::toString(tensor.scalar_type())));
     }
     at::Tensor cpu = tensor.detach().to(at::kCPU).contiguous();
@@ -71,18 +71,18 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 
 NamedTensors load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw CheckpointError(where(path) + "cannot open");
+  if (!in) throw CheckpointError(safetensors_at(path) + "cannot open");
   const uint64_t size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
   if (size < 8)
-    throw CheckpointError(where(path) + "file of " + std::to_string(size) + " bytes has no header");
+    throw CheckpointError(safetensors_at(path) + "file of " + std::to_string(size) + " bytes has no header");
   unsigned char prefix[8];
   in.read(reinterpret_cast<char*>(prefix), 8);
   uint64_t length = 0;
   for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(prefix[i]) << (8 * i);
   if (length > size - 8) {
-    throw CheckpointError(where(path) + "header length " + std::to_string(length) + " exceeds the file (" +
-                          std::to_string(size) + " bytes)");
+    throw CheckpointError(safetensors_at(path) + "header length " + std::to_string(length) +
+                          " exceeds the file (" + std::to_string(size) + " bytes)");
   }
   std::string text(length, '\0');
   in.read(text.data(), static_cast<std::streamsize>(length));
@@ -90,9 +90,9 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
   try {
     header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(where(path) + "header is not JSON: " + e.what());
+    throw CheckpointError(safetensors_at(path) + "header is not JSON: " + e.what());
   }
-  if (!header.is_object()) throw CheckpointError(where(path) + "header is not a JSON object");
+  if (!header.is_object()) throw CheckpointError(safetensors_at(path) + "header is not a JSON object");
   const uint64_t data_bytes = size - 8 - length;
 
   struct Entry {
@@ -112,24 +112,26 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
       auto it = std::find_if(dtype_names().begin(), dtype_names().end(),
                              [&](const auto& p) { return p.second == dtype; });
       if (it == dtype_names().end())
-        throw CheckpointError(where(path) + "tensor '" + name + "' has unknown dtype " + dtype);
+        throw CheckpointError(safetensors_at(path) + "tensor '" + name + "' has unknown dtype " + dtype);
       Entry e{name, it->first, value.at("shape").get<std::vector<int64_t>>(),
               value.at("data_offsets").at(0).get<uint64_t>(), value.at("data_offsets").at(1).get<uint64_t>()};
       int64_t numel = 1;
       for (int64_t d : e.shape) {
-        if (d < 0) throw CheckpointError(where(path) + "tensor '" + name + "' has a negative dimension");
+        if (d < 0)
+          throw CheckpointError(safetensors_at(path) + "tensor '" + name + "' has a negative dimension");
         numel *= d;
       }
       const uint64_t expected = static_cast<uint64_t>(numel) * c10::elementSize(e.dtype);
       if (e.end < e.begin || e.end - e.begin != expected || e.end > data_bytes) {
-        throw CheckpointError(where(path) + "tensor '" + name + "' byte range [" + std::to_string(e.begin) +
-                              ", " + std::to_string(e.end) + ") does not hold its " +
-                              std::to_string(expected) + " bytes inside the " + std::to_string(data_bytes) +
-                              "-byte data section");
+        throw CheckpointError(safetensors_at(path) + "tensor '" + name + "' byte range [" +
+                              std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                              ") does not hold its " + std::to_string(expected) + " bytes inside the " +
+                              std::to_string(data_bytes) + "-byte data section");
       }
       entries.push_back(std::move(e));
     } catch (const nlohmann::json::exception& ex) {
-      throw CheckpointError(where(path) + "tensor '" + name + "' has a malformed entry: " + ex.what());
+      throw CheckpointError(safetensors_at(path) + "tensor '" + name +
+                            "' has a malformed entry: " + ex.what());
     }
   }
   // The ranges must tile the data section: no overlap, no gap, nothing left over.
@@ -137,14 +139,14 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
   uint64_t covered = 0;
   for (const Entry& e : entries) {
     if (e.begin != covered) {
-      throw CheckpointError(where(path) + "tensor '" + e.name + "' starts at byte " +
+      throw CheckpointError(safetensors_at(path) + "tensor '" + e.name + "' starts at byte " +
                             std::to_string(e.begin) + ", expected " + std::to_string(covered) +
                             " (ranges overlap or leave a gap)");
     }
     covered = e.end;
   }
   if (covered != data_bytes) {
-    throw CheckpointError(where(path) + std::to_string(data_bytes - covered) +
+    throw CheckpointError(safetensors_at(path) + std::to_string(data_bytes - covered) +
                           " bytes after the last tensor");
   }
 
@@ -153,7 +155,7 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
     at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.dtype));
     in.seekg(static_cast<std::streamoff>(8 + length + e.begin));
     in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin));
-    if (!in) throw CheckpointError(where(path) + "read failed in tensor '" + e.name + "'");
+    if (!in) throw CheckpointError(safetensors_at(path) + "read failed in tensor '" + e.name + "'");
     out.emplace_back(e.name, t);
   }
   return out;

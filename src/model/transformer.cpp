@@ -71,7 +71,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   }
 }
 
-ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOptions& options) {
+torch::Tensor TransformerImpl::checked_tokens(const ModelInputs& inputs,
+                                              const ForwardOptions& options) const {
   const int64_t n_fields = static_cast<int64_t>(config_.inputs.size());
   torch::Tensor tokens = inputs.tokens;
   TORCH_CHECK(tokens.defined(), "[transformer] inputs.tokens is required");
@@ -93,7 +94,7 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   check_rows(inputs.segment_ids, "segment_ids", torch::kLong);
   check_rows(inputs.key_valid, "key_valid", torch::kBool);
 
-  KVCache* cache = options.cache;
+  const KVCache* cache = options.cache;
   const int64_t cache_len = cache != nullptr ? cache->length() : 0;
   if (cache != nullptr) {
     TORCH_CHECK(cache->n_layers() == config_.n_layers && cache->batch_size() == batch,
@@ -104,6 +105,40 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
               " new positions exceed max_seq_len ", config_.max_seq_len);
   TORCH_CHECK(options.ablate_layer < config_.n_layers, "[transformer] ablate_layer ", options.ablate_layer,
               " out of range [0,", config_.n_layers, ")");
+  return tokens;
+}
+
+void TransformerImpl::attach_mask(AttentionContext& context, bool collect_attention, bool cached,
+                                  const torch::Tensor& key_segment, const torch::TensorOptions& scores) {
+  // Flash builds each block's mask itself; the other kernels, and returned weights, need the whole mask,
+  // prepared once here for every layer.
+  if (config_.attention == AttentionKind::kFlash && !collect_attention) return;
+  const bool additive = config_.attention != AttentionKind::kSdpa || collect_attention;
+  // Without key padding every query may read its own key, so no row is left without one.
+  const bool rows_have_keys = !context.mask.key_valid.defined();
+  const bool by_shape = rows_have_keys && !key_segment.defined() && !cached;
+  const int64_t time = context.mask.query_index.size(0);
+  ShapeMask& memo = shape_mask_;
+  if (by_shape && memo.time == time && memo.device == scores.device() &&
+      memo.dtype == scores.dtype().toScalarType() && memo.additive == additive) {
+    context.allowed = memo.allowed;
+    context.prepared = memo.prepared;
+    return;
+  }
+  context.allowed = context.mask.build();
+  context.prepared = prepare_mask(context.allowed, scores, additive, rows_have_keys);
+  if (by_shape) {
+    memo = {time,     scores.device(), scores.dtype().toScalarType(),
+            additive, context.allowed, context.prepared};
+  }
+}
+
+ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOptions& options) {
+  const torch::Tensor tokens = checked_tokens(inputs, options);  // (B,T,F)
+  const int64_t batch = tokens.size(0);
+  const int64_t time = tokens.size(1);
+  KVCache* cache = options.cache;
+  const int64_t cache_len = cache != nullptr ? cache->length() : 0;
 
   // Only the forward runs under autocast: backward follows the casts autograd recorded.
   const c10::ScalarType parameter_dtype = fields_[0]->weight.scalar_type();
@@ -119,7 +154,7 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
                                       : query_index.unsqueeze(0).expand({batch, time});  // (B,T)
 
   torch::Tensor x = fields_[0](tokens.select(2, 0));  // (B,T,D)
-  for (int64_t f = 1; f < n_fields; ++f) x = x + fields_[f](tokens.select(2, f));
+  for (size_t f = 1; f < fields_.size(); ++f) x = x + fields_[f](tokens.select(2, static_cast<int64_t>(f)));
   if (config_.position == PositionKind::kLearned) x = x + pos_embed_(positions);
   x = poisoned_if("embed", options.poison_sublayer, x);
   if (options.trace != nullptr) options.trace->emplace_back("embed", x);
@@ -136,27 +171,9 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
 
   AttentionContext context;
   context.mask = MaskParts{query_index, key_index, mask_valid, inputs.segment_ids, key_segment};
-  // Flash builds each block's mask itself; the other kernels, and returned weights, need the whole mask,
-  // prepared once here for every layer.
-  if (config_.attention != AttentionKind::kFlash || options.collect_attention) {
-    const bool additive = config_.attention != AttentionKind::kSdpa || options.collect_attention;
-    // Without key padding every query may read its own key, so no row is left without one.
-    const bool rows_have_keys = !mask_valid.defined();
-    const bool by_shape = rows_have_keys && !key_segment.defined() && cache == nullptr;
-    // In the dtype the scores are computed in, so that no layer converts it.
-    const c10::ScalarType scores_dtype = autocast.value_or(x.scalar_type());
-    ShapeMask& memo = shape_mask_;
-    if (by_shape && memo.time == time && memo.device == x.device() && memo.dtype == scores_dtype &&
-        memo.additive == additive) {
-      context.allowed = memo.allowed;
-      context.prepared = memo.prepared;
-    } else {
-      context.allowed = context.mask.build();
-      context.prepared =
-          prepare_mask(context.allowed, x.options().dtype(scores_dtype), additive, rows_have_keys);
-      if (by_shape) memo = {time, x.device(), scores_dtype, additive, context.allowed, context.prepared};
-    }
-  }
+  // In the dtype the scores are computed in, so that no layer converts the mask.
+  attach_mask(context, options.collect_attention, cache != nullptr, key_segment,
+              x.options().dtype(autocast.value_or(x.scalar_type())));
   if (config_.position == PositionKind::kRope) {
     context.rope = rope_tables(positions, config_.head_dim(), config_.rope, x.scalar_type());
     context.pairing = config_.rope.pairing;

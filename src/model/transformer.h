@@ -65,6 +65,13 @@ class TransformerImpl : public torch::nn::Module {
   Norm final_norm_{nullptr};
   torch::nn::Linear head_{nullptr};  // D -> V; absent when tied
 
+  // inputs.tokens as (B,T,F), after checking every input and the cache against the model.
+  torch::Tensor checked_tokens(const ModelInputs& inputs, const ForwardOptions& options) const;
+  // The whole mask the kernels other than flash (and returned weights) need, prepared once per forward in
+  // the scores' dtype and device, or reused from shape_mask_.
+  void attach_mask(AttentionContext& context, bool collect_attention, bool cached,
+                   const torch::Tensor& key_segment, const torch::TensorOptions& scores);
+
   // The last mask that depended only on the sequence's shape (no key padding, no segments, no cache):
   // batches of one shape reuse it instead of rebuilding it every forward.
   struct ShapeMask {

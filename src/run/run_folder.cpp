@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "io/atomic_file.h"
+#include "io/run_files.h"
 
 namespace causal {
 namespace fs = std::filesystem;
@@ -112,9 +113,9 @@ RunFolder::RunFolder(fs::path path) : path_(std::move(path)) {
   const bool written = ::ftruncate(lock_fd_, 0) == 0 &&
                        ::pwrite(lock_fd_, pid.data(), pid.size(), 0) == static_cast<ssize_t>(pid.size());
   static_cast<void>(written);
-  metrics_.open(path_ / "metrics.jsonl", std::ios::app);
-  if (!metrics_) throw RunFolderError("cannot write " + (path_ / "metrics.jsonl").string());
-  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((path_ / "log.txt").string());
+  metrics_.open(path_ / run_files::kMetrics, std::ios::app);
+  if (!metrics_) throw RunFolderError("cannot write " + (path_ / run_files::kMetrics).string());
+  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((path_ / run_files::kLog).string());
   auto console_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   console_sink->set_level(spdlog::level::info);
   console_sink->set_pattern("%v");
@@ -145,7 +146,7 @@ void RunFolder::append_metrics(const nlohmann::json& row) {
 }
 
 void RunFolder::clear_metrics() {
-  const fs::path file = path_ / "metrics.jsonl";
+  const fs::path file = path_ / run_files::kMetrics;
   metrics_.close();
   io_as<RunFolderError>([&] { write_file_atomically(file, ""); });
   metrics_.open(file, std::ios::app);
@@ -153,7 +154,7 @@ void RunFolder::clear_metrics() {
 }
 
 void RunFolder::truncate_metrics_after(int64_t step) {
-  const fs::path file = path_ / "metrics.jsonl";
+  const fs::path file = path_ / run_files::kMetrics;
   metrics_.close();
   std::string kept;
   {

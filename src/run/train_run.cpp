@@ -4,11 +4,12 @@
 #include <torch/utils.h>
 
 #include <csignal>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 
+#include "bench/cost_model.h"
+#include "bench/matmul_peak.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/forensics_bundle.h"
@@ -16,8 +17,8 @@
 #include "core/errors.h"
 #include "core/runtime.h"
 #include "dist/sharded_batches.h"
+#include "io/run_files.h"
 #include "model/autocast_scope.h"
-#include "model/cost_model.h"
 #include "model/count_parameters.h"
 #include "model/transformer.h"
 #include "run/interrupt.h"
@@ -25,7 +26,6 @@
 #include "run/run_folder.h"
 #include "run/worker_output.h"
 #include "task/task.h"
-#include "train/throughput.h"
 #include "train/trainer.h"
 
 namespace causal {
@@ -72,17 +72,6 @@ void check_stop_at_step(const TrainRequest& request, int64_t steps,
   }
 }
 
-// A finished run's results, when `from` is its last checkpoint and results.json is readable.
-std::optional<nlohmann::json> finished_results(const StartPlan& plan, const CheckpointInfo& from,
-                                               int64_t steps) {
-  if (plan.continue_in.empty() || from.state.step != steps) return std::nullopt;
-  std::ifstream in(plan.continue_in / "results.json");
-  if (!in) return std::nullopt;
-  const nlohmann::json results = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (results.is_discarded()) return std::nullopt;
-  return results;
-}
-
 nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluation,
                              const TrainSummary& summary, const RunFolder& folder,
                              const std::string& checkpoint) {
@@ -101,294 +90,323 @@ nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluati
   return results;
 }
 
-// A folder killed between RunFolder::create and its config.json: nothing in it but what create made.
-bool holds_only_a_new_folder(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name == ".lock" || name == "log.txt") continue;
-    if (name == "metrics.jsonl" && fs::file_size(entry.path(), ec) == 0) continue;
-    return false;
-  }
-  return !ec;
+TrainOutcome finished_outcome(std::string run_dir, std::string checkpoint, nlohmann::json results) {
+  TrainOutcome outcome;
+  outcome.run_dir = std::move(run_dir);
+  outcome.checkpoint = std::move(checkpoint);
+  outcome.already_finished = true;
+  outcome.results = std::move(results);
+  return outcome;
 }
 
-// --resume auto on a run folder (--run-dir, or runs/<name> without it) that holds this very run (config.json
-// with the same model, data, seed and name) and no checkpoint at all: the run was killed before its first
-// checkpoint (SIGKILL, a cluster's preemption) and starts again there from step 0, so a requeue loop
-// converges. nullopt where RunFolder::create decides (empty, absent, not a run folder, finished, holding a
-// valid checkpoint, or runs/<name> holding another run: that one gets runs/<name>-N). Throws RunFolderError
-// for a --run-dir of another run, and CheckpointError when every checkpoint of this run is invalid.
-std::optional<fs::path> restart_folder(const StartPlan& plan, const TrainRequest& request,
-                                       const nlohmann::json& config_json, const std::string& name) {
-  if (request.resume != "auto" || !plan.continue_in.empty() || plan.fork_from) return std::nullopt;
-  const bool named = request.run_dir.empty();
-  const fs::path dir = named ? fs::path(request.runs_root) / name : fs::path(request.run_dir);
-  if (RunFolder::is_empty_or_absent(dir)) return std::nullopt;
-  std::ifstream in(dir / "config.json");
-  if (!in) return holds_only_a_new_folder(dir) ? std::optional<fs::path>(dir) : std::nullopt;
-  const nlohmann::json stored = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!stored.is_object()) return std::nullopt;
-  const std::vector<std::string> differences =
-      config_differences(stored, config_json, {"model", "data", "seed", "name"});
-  if (!differences.empty()) {
-    if (named) return std::nullopt;
-    std::string first = differences.front();
-    if (const auto at = first.find(": checkpoint "); at != std::string::npos)
-      first.replace(at, 13, ": its config.json ");
-    throw RunFolderError(
-        "run folder " + dir.string() + " holds another run (" + first +
-        (differences.size() > 1 ? ", and " + std::to_string(differences.size() - 1) + " more" : "") +
-        "); choose another --run-dir (runs are never overwritten)");
+// One training job, in the order it happens: choose the folder and the start -> open the task and check
+// it -> build the model, trainer and checkpointer -> restore or initialise -> train -> finish. Only the
+// leader (rank 0, or the single process) has a run folder; the other ranks train and write nothing.
+class TrainJob {
+ public:
+  TrainJob(const RunConfig& config, const TrainRequest& request)
+      : config_(config),
+        request_(request),
+        device_(resolve_device(config.device)),
+        config_json_(config_to_json(config)),
+        steps_(config.train.steps),
+        ranks_(config, device_) {}
+
+  TrainOutcome run() {
+    check_stop_at_step(request_, steps_, std::nullopt);
+    choose_start();
+    open_task();
+    if (std::optional<TrainOutcome> done = finished_already()) return *done;
+    prepare_folder();
+    build();
+    restore_or_initialise();
+    train();
+    return finish();
   }
-  const fs::path checkpoints = dir / "checkpoints";
-  // This run's checkpoints, none of them valid: nothing to continue from, and nothing to overwrite.
-  if (!newest_checkpoint_problem(checkpoints).empty() && !latest_valid_checkpoint(checkpoints))
-    find_checkpoint(dir, "");  // throws, naming why the newest one is invalid
-  if (fs::exists(dir / "results.json")) return std::nullopt;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(checkpoints, ec)) {
-    if (entry.path().filename().string().rfind("step_", 0) == 0) return std::nullopt;
-  }
-  return dir;
-}
 
-}  // namespace
-
-TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
-  const c10::Device device = resolve_device(config.device);
-  const nlohmann::json config_json = config_to_json(config);
-  const int64_t steps = config.train.steps;
-  check_stop_at_step(request, steps, std::nullopt);
-  // A single process unless launched with RANK/WORLD_SIZE; then rank 0 alone picks and writes the run
-  // folder, and the other ranks start from the checkpoint it chose.
-  RankContext ranks(config, device);
-  const bool leader = ranks.leader();
-
-  // Lock a folder we continue in before reading its checkpoints: another process may be writing them.
-  const StartPlan plan =
-      leader ? plan_start({request.resume, request.run_dir, request.runs_root}, config.name, steps)
-             : StartPlan{};
-  std::unique_ptr<RunFolder> folder;
-  if (!plan.continue_in.empty()) folder = RunFolder::open_existing(plan.continue_in);
-  const std::optional<fs::path> restart =
-      leader ? restart_folder(plan, request, config_json, config.name) : std::nullopt;
-  if (restart) {
-    folder = RunFolder::open_existing(*restart);  // locked: no other process writes there now
-    remove_stale_temporaries(folder->path() / "checkpoints");
-    if (fs::is_directory(folder->path() / "checkpoints") &&
-        latest_valid_checkpoint(folder->path() / "checkpoints")) {
-      throw RunFolderError("run folder " + restart->string() +
-                           " received a checkpoint while this run was starting; run the command again");
+ private:
+  // The folder (locked before its checkpoints are read: another process may be writing them), the
+  // checkpoint every rank starts from, and the CPU thread split.
+  void choose_start() {
+    if (ranks_.leader()) plan_ = plan_start(request_.start, config_json_);
+    if (!plan_.continue_in.empty()) folder_ = RunFolder::open_existing(plan_.continue_in);
+    if (!plan_.restart_in.empty()) {
+      folder_ = RunFolder::open_existing(plan_.restart_in);
+      const fs::path checkpoints = folder_->path() / run_files::kCheckpoints;
+      remove_stale_temporaries(checkpoints);
+      if (fs::is_directory(checkpoints) && latest_valid_checkpoint(checkpoints)) {
+        throw RunFolderError("run folder " + plan_.restart_in.string() +
+                             " received a checkpoint while this run was starting; run the command again");
+      }
     }
+    from_ = ranks_.share_start(checkpoint_to_continue(plan_));
+    check_stop_at_step(request_, steps_, from_);
+    // Chosen once, before this process loads the cores itself; a resumed run keeps the one it was
+    // trained with.
+    const bool keep_checkpoint_split = from_ && from_->state.threads && config_.threads == 0 &&
+                                       from_->state.world_size == ranks_.world_size();
+    threads_ = keep_checkpoint_split ? ThreadChoice{*from_->state.threads, "as the checkpoint was trained"}
+                                     : RankContext::thread_split(config_.threads);
+    apply_thread_split(threads_.split);
   }
-  const std::optional<CheckpointInfo> from = ranks.share_start(checkpoint_to_continue(plan));
-  check_stop_at_step(request, steps, from);
-  // Chosen once, before this process loads the cores itself; a resumed run keeps the one it was trained with.
-  const bool keep_checkpoint_split =
-      from && from->state.threads && config.threads == 0 && from->state.world_size == ranks.world_size();
-  const ThreadChoice threads = keep_checkpoint_split
-                                   ? ThreadChoice{*from->state.threads, "as the checkpoint was trained"}
-                                   : RankContext::thread_split(config.threads);
-  apply_thread_split(threads.split);
 
-  std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
-  // Before any folder is written or tensor allocated: a model that cannot fit is refused with its estimate.
-  const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
-  if (device.is_cpu()) check_training_memory(cost, physical_memory_bytes(), "this machine");
-  {
+  // The data, the model's cost against this machine's memory and disk, and the checkpoint against the
+  // config: all before any folder is written or tensor allocated.
+  void open_task() {
+    task_ = make_task(config_, device_, TaskScope::kTraining);
+    cost_ = inspect_model(config_.model, task_->sequence_length(), config_.train.batch_size);
+    if (device_.is_cpu()) check_training_memory(cost_, physical_memory_bytes(), "this machine");
     // Checkpoints are the run's only large files: a fresh run keeps keep_checkpoints of them plus the one
     // being written; a continued run already holds its own. 1 MiB covers logs and metrics.
-    const int64_t checkpoint_bytes = cost.memory.parameters + cost.memory.optimizer + (64 << 10);
-    const int64_t count = folder ? 1 : config.train.keep_checkpoints + 1;
-    const fs::path out = folder                     ? folder->path()
-                         : !request.run_dir.empty() ? fs::path(request.run_dir)
-                                                    : fs::path(request.runs_root) / config.name;
+    const int64_t checkpoint_bytes = cost_.memory.parameters + cost_.memory.optimizer + (64 << 10);
+    const int64_t count = folder_ ? 1 : config_.train.keep_checkpoints + 1;
+    const fs::path out = folder_ ? folder_->path()
+                         : !request_.start.run_dir.empty()
+                             ? fs::path(request_.start.run_dir)
+                             : fs::path(request_.start.runs_root) / config_.name;
     RunFolder::check_writable(out, count * checkpoint_bytes + (1 << 20));
+    if (from_) check_resumable(*from_, config_json_, task_->identity(), folder_ ? &folder_->log() : nullptr);
   }
-  if (from) check_resumable(*from, config_json, task->identity(), folder ? &folder->log() : nullptr);
-  if (from) {
-    if (std::optional<nlohmann::json> results = finished_results(plan, *from, steps)) {
-      folder->log().info(
+
+  std::optional<TrainOutcome> finished_already() {
+    if (!from_) return std::nullopt;
+    if (std::optional<nlohmann::json> results = finished_results(plan_, *from_, steps_)) {
+      folder_->log().info(
           "run {} already finished at step {}; nothing to do (--resume never starts a new run)",
-          plan.continue_in.string(), from->state.step);
-      if (request.print_table) std::cout << task->results_table(*results) << std::flush;
-      return {plan.continue_in.string(), from->dir.string(), 0, true, *results};
+          plan_.continue_in.string(), from_->state.step);
+      if (request_.print_table) std::cout << task_->results_table(*results) << std::flush;
+      return finished_outcome(plan_.continue_in.string(), from_->dir.string(), *results);
     }
+    if (!ranks_.leader() && from_->state.step >= steps_) return finished_outcome("", from_->dir.string(), {});
+    return std::nullopt;
   }
-  if (!leader && from && from->state.step >= steps) return {"", from->dir.string(), 0, true, {}};
-  const MatmulPeak peak = leader ? matmul_peak(device, products_dtype(config.model.autocast))
-                                 : MatmulPeak{};  // a bad inherited value: before any write
-  if (leader && !folder) folder = RunFolder::create(request.run_dir, request.runs_root, config.name);
-  if (from && !plan.continue_in.empty()) {
-    const std::vector<std::string> set_aside =
-        set_aside_invalid_after(plan.continue_in / "checkpoints", from->dir);
-    if (!set_aside.empty()) {
-      std::string list;
-      for (const std::string& item : set_aside) list += (list.empty() ? "" : "; ") + item;
-      folder->log().warn("falling back to {}: newer checkpoint(s) invalid, renamed to invalid-step_*: {}",
-                         from->dir.string(), list);
+
+  // The leader's folder: created for a new run; for a continued one, newer invalid checkpoints set aside
+  // and the metrics of steps to be repeated dropped; then the config and the task's files.
+  void prepare_folder() {
+    if (!ranks_.leader()) return;
+    peak_ = matmul_peak(device_,
+                        products_dtype(config_.model.autocast));  // a bad inherited value: before any write
+    if (!folder_) folder_ = RunFolder::create(request_.start.run_dir, request_.start.runs_root, config_.name);
+    if (from_ && !plan_.continue_in.empty()) {
+      const std::vector<std::string> set_aside =
+          set_aside_invalid_after(plan_.continue_in / run_files::kCheckpoints, from_->dir);
+      if (!set_aside.empty()) {
+        std::string list;
+        for (const std::string& item : set_aside) list += (list.empty() ? "" : "; ") + item;
+        folder_->log().warn("falling back to {}: newer checkpoint(s) invalid, renamed to invalid-step_*: {}",
+                            from_->dir.string(), list);
+      }
+      folder_->truncate_metrics_after(from_->state.step);
     }
-    folder->truncate_metrics_after(from->state.step);
+    if (!plan_.restart_in.empty()) {
+      folder_->clear_metrics();
+      folder_->log().info(
+          "restarting {} at step 0: it holds this run's config and no checkpoint (stopped before its first "
+          "one); log.txt continues, metrics.jsonl starts again",
+          folder_->path().string());
+    }
+    task_files_ = task_->run_files();
+    folder_->write_json(run_files::kConfig, config_json_);
+    for (const auto& [name, bytes] : task_files_) folder_->write_file(name, bytes);
   }
-  if (restart) {
-    folder->clear_metrics();
-    folder->log().info(
-        "restarting {} at step 0: it holds this run's config and no checkpoint (stopped before its first "
-        "one); log.txt continues, metrics.jsonl starts again",
-        folder->path().string());
-  }
-  const std::map<std::string, std::string> run_files = task->run_files();
-  if (folder) {
-    folder->write_json("config.json", config_json);
-    for (const auto& [name, bytes] : run_files) folder->write_file(name, bytes);
-  }
-  WorkerOutput worker_output(ranks.rank());
-  TrainOutput& output = folder ? static_cast<TrainOutput&>(*folder) : worker_output;
-  auto& log = output.log();
 
-  torch::manual_seed(static_cast<uint64_t>(config.seed));
-  Transformer model(config.model);
-  model->to(device);
-  if (folder) {
-    log.info("run folder {}: {} parameters; {}; device {}, {} ({})", folder->path().string(),
-             count_parameters(*model), task->describe(), device.str(), threads.split.describe(), threads.why);
-  }
-  log_cost_plan(log, cost, peak);
+  TrainOutput& output() { return folder_ ? static_cast<TrainOutput&>(*folder_) : worker_output_; }
 
-  ShardedBatches shard(task->training_batches(), ranks.rank(), ranks.world_size());
-  Trainer trainer(config, model, ranks.distributed() ? shard : task->training_batches(), output, device);
-  trainer.set_flops(static_cast<double>(cost.flops.training_causal), peak.flops);
-  trainer.set_data_parallel(ranks.parallel());
-  const FaultInjection fault =
-      request.inject_fault.empty() ? FaultInjection{} : FaultInjection::parse(request.inject_fault);
-  trainer.set_fault(fault);
-  std::optional<Checkpointer> checkpointer;
-  if (folder) {
-    CheckpointerOptions checkpointing{config.train.checkpoint_every, config.train.keep_checkpoints};
-    if (fault.kind == FaultInjection::Kind::kSave)
-      checkpointing.during_write = [fault](const fs::path& dir, int64_t step) {
+  void build() {
+    spdlog::logger& log = output().log();
+    torch::manual_seed(static_cast<uint64_t>(config_.seed));
+    model_ = Transformer(config_.model);
+    model_->to(device_);
+    if (folder_) {
+      log.info("run folder {}: {} parameters; {}; device {}, {} ({})", folder_->path().string(),
+               count_parameters(*model_), task_->describe(), device_.str(), threads_.split.describe(),
+               threads_.why);
+    }
+    log_cost_plan(log, cost_, peak_);
+
+    shard_.emplace(task_->training_batches(), ranks_.rank(), ranks_.world_size());
+    BatchSource& batches =
+        ranks_.distributed() ? static_cast<BatchSource&>(*shard_) : task_->training_batches();
+    trainer_.emplace(config_, model_, batches, output(), device_);
+    trainer_->set_flops(static_cast<double>(cost_.flops.training_causal), peak_.flops);
+    trainer_->set_data_parallel(ranks_.parallel());
+    if (!request_.inject_fault.empty()) fault_ = FaultInjection::parse(request_.inject_fault);
+    trainer_->set_fault(fault_);
+    if (!folder_) return;
+    CheckpointerOptions checkpointing{config_.train.checkpoint_every, config_.train.keep_checkpoints};
+    if (fault_.kind == FaultInjection::Kind::kSave) {
+      checkpointing.during_write = [fault = fault_](const fs::path& dir, int64_t step) {
         apply_save_fault(fault, dir, step);
       };
-    checkpointer.emplace(folder->path() / "checkpoints", checkpointing, *model, trainer.optimizer(),
-                         config_json, log, from ? from->dir : fs::path());
-    checkpointer->set_extra_files(run_files);
+    }
+    checkpointer_.emplace(folder_->path() / run_files::kCheckpoints, checkpointing, *model_,
+                          trainer_->optimizer(), config_json_, log, from_ ? from_->dir : fs::path());
+    checkpointer_->set_extra_files(task_files_);
   }
 
-  TrainProgress start;
-  double initial_loss = 0.0;
-  if (from) {
-    load_model_weights(from->dir, *model);
-    load_optimizer_state(from->dir, *model, trainer.optimizer());
-    task->training_batches().restore(from->state.data);
-    trainer.spike_detector().restore(from->state.spike_detector);
-    start = {from->state.step, from->state.tokens_seen, from->state.skipped_steps,
-             from->state.consecutive_skips};
-    initial_loss = from->state.initial_loss;
-    restore_global_rng(from->state.rng, device);  // last: nothing after it may draw random numbers
-    log.info("resuming from {} (step {} of {})", from->dir.string(), start.step, steps);
-    if (leader) log_world_change(log, *from, ranks.world_size());
-  } else {
-    initial_loss = task->initial_loss(model);
-    if (request.resume == "auto") log.info("no checkpoint to resume: starting at step 0");
-  }
-  if (ranks.distributed() && start.step < steps) {
-    std::vector<at::Tensor> tensors = model->parameters();
-    for (const at::Tensor& b : model->buffers()) tensors.push_back(b);
-    ranks.parallel()->broadcast_and_verify(tensors, "model weights");
-    ranks.parallel()->take_seconds();  // set-up, not the first step's all-reduce
+  // From the checkpoint (weights, optimizer, data position, spike history, RNG) or from step 0; every rank
+  // then holds the leader's weights.
+  void restore_or_initialise() {
+    spdlog::logger& log = output().log();
+    if (from_) {
+      load_model_weights(from_->dir, *model_);
+      load_optimizer_state(from_->dir, *model_, trainer_->optimizer());
+      task_->training_batches().restore(from_->state.data);
+      trainer_->spike_detector().restore(from_->state.spike_detector);
+      start_ = {from_->state.step, from_->state.tokens_seen, from_->state.skipped_steps,
+                from_->state.consecutive_skips};
+      initial_loss_ = from_->state.initial_loss;
+      restore_global_rng(from_->state.rng, device_);  // last: nothing after it may draw random numbers
+      log.info("resuming from {} (step {} of {})", from_->dir.string(), start_.step, steps_);
+      if (ranks_.leader()) log_world_change(log, *from_, ranks_.world_size());
+    } else {
+      initial_loss_ = task_->initial_loss(model_);
+      if (request_.start.resume == "auto") log.info("no checkpoint to resume: starting at step 0");
+    }
+    if (!ranks_.distributed() || start_.step >= steps_) return;
+    std::vector<at::Tensor> tensors = model_->parameters();
+    for (const at::Tensor& b : model_->buffers()) tensors.push_back(b);
+    ranks_.parallel()->broadcast_and_verify(tensors, "model weights");
+    ranks_.parallel()->take_seconds();  // set-up, not the first step's all-reduce
     log.info(
         "data-parallel: rank {} of {} ({}), {} rows of each micro-batch of {}, {} gradient buckets "
         "(dist.bucket_mb {}) all-reduced as backward completes them",
-        ranks.rank(), ranks.world_size(), ranks.backend(), config.train.batch_size / ranks.world_size(),
-        config.train.batch_size, ranks.parallel()->bucket_count(), config.dist.bucket_mb);
+        ranks_.rank(), ranks_.world_size(), ranks_.backend(), config_.train.batch_size / ranks_.world_size(),
+        config_.train.batch_size, ranks_.parallel()->bucket_count(), config_.dist.bucket_mb);
   }
 
-  auto training_state = [&](const TrainProgress& progress) {
+  TrainingState training_state(const TrainProgress& progress) {
     TrainingState state;
     state.step = progress.step;
     state.tokens_seen = progress.tokens_seen;
     state.skipped_steps = progress.skipped_steps;
     state.consecutive_skips = progress.consecutive_skips;
-    state.initial_loss = initial_loss;
-    state.data = task->training_batches().state();
-    state.data_identity = task->identity();
-    state.rng = capture_global_rng(device);
-    state.spike_detector = trainer.spike_detector().state();
-    state.world_size = ranks.world_size();
-    state.threads = threads.split;
+    state.initial_loss = initial_loss_;
+    state.data = task_->training_batches().state();
+    state.data_identity = task_->identity();
+    state.rng = capture_global_rng(device_);
+    state.spike_detector = trainer_->spike_detector().state();
+    state.world_size = ranks_.world_size();
+    state.threads = threads_.split;
     return state;
-  };
+  }
 
-  int signal = 0;
-  bool stopped = false;
-  TrainSummary summary;
-  {
+  // A checkpoint after every step the checkpointer asks for; a signal or --stop-at-step ends the loop
+  // after its step (on every rank together), and a non-finite step leaves a forensics bundle.
+  void train() {
     InterruptGuard interrupts;
     TrainHooks hooks;
-    if (leader) hooks.evaluate = [&](Transformer& m, int64_t) { return task->evaluate_validation(m); };
+    if (ranks_.leader())
+      hooks.evaluate = [&](Transformer& m, int64_t) { return task_->evaluate_validation(m); };
     hooks.after_step = [&](const TrainProgress& p) {
-      signal = interrupts.pending();
-      // Ranks stop together: a signal that reached any rank stops every one after this step.
-      if (ranks.distributed()) signal = static_cast<int>(ranks.parallel()->max_over_ranks(signal));
-      stopped = p.step == request.stop_at_step;
-      if (checkpointer) {
-        checkpointer->save(
-            p.step, p.step == steps, [&] { return training_state(p); }, signal || stopped);
+      signal_ = interrupts.pending();
+      if (ranks_.distributed()) signal_ = static_cast<int>(ranks_.parallel()->max_over_ranks(signal_));
+      stopped_ = p.step == request_.stop_at_step;
+      if (checkpointer_) {
+        checkpointer_->save(
+            p.step, p.step == steps_, [&] { return training_state(p); }, signal_ || stopped_);
       }
-      return !signal && !stopped;
+      return !signal_ && !stopped_;
     };
-    if (leader)
+    if (ranks_.leader()) {
       hooks.on_abort = [&](const AbortedStep& step) {
         const ForensicsBundle bundle{step.step,
                                      step.lr,
                                      step.message,
                                      *step.micro_batches,
                                      step.rng_before,
-                                     fault.kind == FaultInjection::Kind::kNone ? "" : fault.describe(),
-                                     checkpointer->last().string(),
-                                     config_json,
-                                     threads.split};
-        const fs::path dir = write_forensics(folder->path(), bundle, *model, trainer.optimizer());
+                                     fault_.kind == FaultInjection::Kind::kNone ? "" : fault_.describe(),
+                                     checkpointer_->last().string(),
+                                     config_json_,
+                                     threads_.split};
+        const fs::path dir = write_forensics(folder_->path(), bundle, *model_, trainer_->optimizer());
         return "; forensics in " + dir.string() + " (replay: causal train --replay " + dir.string() + ")";
       };
-    summary = trainer.run(start, hooks);
+    }
+    summary_ = trainer_->run(start_, hooks);
   }
-  const TrainProgress& progress = summary.progress;
-  const std::string checkpoint = checkpointer ? checkpointer->last().string() : std::string();
-  if (signal) {
-    const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
-    log.warn("{} received: stopped after step {}; checkpoint {}", name, progress.step, checkpoint);
-    throw InterruptedRun(name + ": stopped after step " + std::to_string(progress.step) + ", checkpoint " +
-                             checkpoint + "; run the same command to continue",
-                         128 + signal);
-  }
-  if (stopped) {
-    if (folder) log.info("stopped after step {} (--stop-at-step); checkpoint {}", progress.step, checkpoint);
-    return {folder ? folder->path().string() : "", checkpoint, progress.step, false,
-            nlohmann::json::object()};
-  }
-  if (!folder) return {"", "", 0, false, nlohmann::json::object()};  // rank 0 evaluates and reports
 
-  const nlohmann::json evaluation = task->evaluate(model);
-  nlohmann::json results = final_results(initial_loss, evaluation, summary, *folder, checkpoint);
-  if (ranks.distributed()) {
-    results["world_size"] = ranks.world_size();
-    results["allreduce_seconds"] = summary.allreduce_seconds;
+  // A stop by signal throws InterruptedRun; --stop-at-step returns with its checkpoint; a completed run is
+  // evaluated on the held-out split and writes results.json (the leader's; other ranks return empty).
+  TrainOutcome finish() {
+    spdlog::logger& log = output().log();
+    const int64_t step = summary_.progress.step;
+    TrainOutcome outcome;
+    outcome.checkpoint = checkpointer_ ? checkpointer_->last().string() : std::string();
+    if (signal_) {
+      const std::string name = signal_ == SIGINT ? "SIGINT" : "SIGTERM";
+      log.warn("{} received: stopped after step {}; checkpoint {}", name, step, outcome.checkpoint);
+      throw InterruptedRun(name + ": stopped after step " + std::to_string(step) + ", checkpoint " +
+                               outcome.checkpoint + "; run the same command to continue",
+                           128 + signal_);
+    }
+    if (folder_) outcome.run_dir = folder_->path().string();
+    if (stopped_) {
+      if (folder_)
+        log.info("stopped after step {} (--stop-at-step); checkpoint {}", step, outcome.checkpoint);
+      outcome.stopped_at_step = step;
+      return outcome;
+    }
+    if (!folder_) return TrainOutcome{};
+
+    const nlohmann::json evaluation = task_->evaluate(model_);
+    outcome.results = final_results(initial_loss_, evaluation, summary_, *folder_, outcome.checkpoint);
+    if (ranks_.distributed()) {
+      outcome.results["world_size"] = ranks_.world_size();
+      outcome.results["allreduce_seconds"] = summary_.allreduce_seconds;
+    }
+    nlohmann::json eval_row = evaluation;
+    eval_row["kind"] = "eval";
+    eval_row["step"] = step;
+    folder_->append_metrics(eval_row);
+    folder_->write_json(run_files::kResults, outcome.results);
+    log.info(
+        "trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
+        "{:.1f}% of it); results in {}",
+        step, summary_.seconds, summary_.tokens_per_s,
+        summary_.seconds > 0 ? 100.0 * summary_.diagnostics_seconds / summary_.seconds : 0.0,
+        (folder_->path() / run_files::kResults).string());
+    if (request_.print_table) std::cout << task_->results_table(outcome.results) << std::flush;
+    return outcome;
   }
-  nlohmann::json eval_row = evaluation;
-  eval_row["kind"] = "eval";
-  eval_row["step"] = progress.step;
-  folder->append_metrics(eval_row);
-  folder->write_json("results.json", results);
-  log.info(
-      "trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
-      "{:.1f}% of it); results in {}",
-      progress.step, summary.seconds, summary.tokens_per_s,
-      summary.seconds > 0 ? 100.0 * summary.diagnostics_seconds / summary.seconds : 0.0,
-      (folder->path() / "results.json").string());
-  if (request.print_table) std::cout << task->results_table(results) << std::flush;
-  return {folder->path().string(), checkpoint, 0, false, results};
+
+  const RunConfig& config_;
+  const TrainRequest& request_;
+  const c10::Device device_;
+  const nlohmann::json config_json_;
+  const int64_t steps_;
+  // A single process unless launched with RANK/WORLD_SIZE; then rank 0 alone picks and writes the run
+  // folder, and the other ranks start from the checkpoint it chose.
+  RankContext ranks_;
+
+  StartPlan plan_;
+  std::unique_ptr<RunFolder> folder_;  // the leader's
+  std::optional<CheckpointInfo> from_;
+  ThreadChoice threads_;
+  std::unique_ptr<Task> task_;
+  InspectReport cost_;
+  MatmulPeak peak_;
+  std::map<std::string, std::string> task_files_;  // written into the folder and every checkpoint
+  WorkerOutput worker_output_{ranks_.rank()};
+
+  Transformer model_{nullptr};
+  std::optional<ShardedBatches> shard_;
+  std::optional<Trainer> trainer_;
+  FaultInjection fault_;
+  std::optional<Checkpointer> checkpointer_;
+
+  TrainProgress start_;
+  double initial_loss_ = 0.0;
+  TrainSummary summary_;
+  int signal_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
+  return TrainJob(config, request).run();
 }
 
 }  // namespace causal

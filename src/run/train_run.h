@@ -11,20 +11,18 @@
 namespace causal {
 
 struct TrainRequest {
-  std::string run_dir;             // explicit run folder; empty = runs_root/<name> (suffixed if taken)
-  std::string runs_root = "runs";  // where named run folders go
-  bool print_table = true;         // print the results table on stdout at the end
-  std::string resume = "auto";     // ResumeRequest::resume: "auto", "never" or a checkpoint/run path
-  int64_t stop_at_step = 0;        // > 0: save a checkpoint after this step and stop as a preempted run would
-  std::string inject_fault;        // FaultInjection::parse spec, "" = none (tests and drills)
+  ResumeRequest start;       // the run folder and the checkpoint to continue from, if any
+  bool print_table = true;   // print the results table on stdout at the end
+  int64_t stop_at_step = 0;  // > 0: save a checkpoint after this step and stop as a preempted run would
+  std::string inject_fault;  // FaultInjection::parse spec, "" = none (tests and drills)
 };
 
 struct TrainOutcome {
-  std::string run_dir;            // the run folder used
+  std::string run_dir;            // the run folder used ("" on ranks other than the leader)
   std::string checkpoint;         // the newest checkpoint of the run
   int64_t stopped_at_step = 0;    // > 0: stop_at_step ended the run there (results is then empty)
   bool already_finished = false;  // the run was complete before this call: nothing was written
-  nlohmann::json results;         // the contents of results.json
+  nlohmann::json results = nlohmann::json::object();  // the contents of results.json
 };
 
 // Trains and evaluates. Errors: ConfigError/UsageError (device, flags), DataError, RunFolderError,

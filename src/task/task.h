@@ -18,6 +18,7 @@
 #include "data/batch.h"
 #include "data/batch_source.h"
 #include "model/transformer.h"
+#include "task/task_traits.h"
 
 namespace causal {
 
@@ -76,15 +77,6 @@ class Task {
   // the text task's tokenizer (tokenizer.json, and tokenizer.model when it has one).
   virtual std::map<std::string, std::string> run_files() const { return {}; }
 };
-
-// What is known about a kind of task without opening any data.
-struct TaskTraits {
-  DataKind kind;
-  const char* held_out_split;  // the split evaluate() scores: "val" or "test"
-  bool generates_text;         // `causal generate` applies (a tokenizer decodes its ids)
-};
-
-const TaskTraits& task_traits(DataKind kind);
 
 // Seed of the training batch order: a stream of its own, so changing the model (and so its init draws)
 // leaves the batch sequence unchanged.

@@ -11,13 +11,13 @@
 #include "checkpoint/checkpoint.h"
 #include "config/enums.h"
 #include "core/errors.h"
+#include "core/runtime.h"
 #include "core/scoped_timer.h"
 #include "model/count_parameters.h"
 #include "task/objective.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
-#include "train/throughput.h"
 
 namespace causal {
 namespace {

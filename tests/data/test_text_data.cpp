@@ -626,8 +626,8 @@ CATCH_TEST_CASE("text batch source is deterministic and resumable", "[contract][
   for (int64_t i = 0; i < epoch_rows; ++i) {
     const Batch bt = g.next();
     const auto in = row_vec(bt.tokens.select(2, 0), 0), lab = row_vec(bt.labels, 0);
-    for (size_t c = 0; c < in.size(); ++c) {
-      if (lab[c] != kIgnoreLabel) served.insert({in[c], lab[c]});
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (lab[k] != kIgnoreLabel) served.insert({in[k], lab[k]});
     }
   }
   int64_t pairs = 0;

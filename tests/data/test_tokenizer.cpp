@@ -447,9 +447,11 @@ CATCH_TEST_CASE("vocab auto resolves from data.train and --set takes array indic
     "output_vocab": "auto", "d_model": 32, "n_heads": 4},
     "data": {"kind": "text", "train": ")" +
                              o.out + R"(", "val": ")" + o.out + R"("}})";
-  const RunConfig resolved = parse_config_text(config, "auto.json");
+  const RunConfig resolved = parse_config_text(config, "auto.json", {}, ConfigScope::kRun, train_vocab_size);
   CATCH_CHECK(resolved.model.inputs[0].vocab == 1000);
   CATCH_CHECK(resolved.model.output_vocab == 1000);
+  // Only a loader that can read data.train resolves "auto"; the config layer alone refuses it.
+  CATCH_CHECK_THROWS_WITH(parse_config_text(config, "auto.json"), Catch::Contains("not accepted here"));
   // Recorded as numbers in the resolved config.
   CATCH_CHECK(config_to_json(resolved)["model"]["output_vocab"] == 1000);
   // --set with "auto" and with a dotted index.
@@ -457,7 +459,8 @@ CATCH_TEST_CASE("vocab auto resolves from data.train and --set takes array indic
     "data": {"kind": "text", "train": ")" +
                             o.out + R"(", "val": ")" + o.out + R"("}})";
   const RunConfig set =
-      parse_config_text(fixed, "fixed.json", {"model.inputs.0.vocab=auto", "model.output_vocab=auto"});
+      parse_config_text(fixed, "fixed.json", {"model.inputs.0.vocab=auto", "model.output_vocab=auto"},
+                        ConfigScope::kRun, train_vocab_size);
   CATCH_CHECK(set.model.inputs[0].vocab == 1000);
   CATCH_CHECK(set.model.output_vocab == 1000);
   RunConfig plain;
@@ -467,5 +470,6 @@ CATCH_TEST_CASE("vocab auto resolves from data.train and --set takes array indic
   CATCH_CHECK_THROWS_AS(apply_override(plain, "model.d_model=auto"), ConfigError);
   // "auto" needs a text run's data.train.
   const std::string retrieval = R"({"model": {"output_vocab": "auto"}, "data": {"kind": "retrieval"}})";
-  CATCH_CHECK_THROWS_WITH(parse_config_text(retrieval, "r.json"), Catch::Contains("auto"));
+  CATCH_CHECK_THROWS_WITH(parse_config_text(retrieval, "r.json", {}, ConfigScope::kRun, train_vocab_size),
+                          Catch::Contains("auto"));
 }

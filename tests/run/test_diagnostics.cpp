@@ -13,9 +13,9 @@
 #include "checkpoint/forensics_bundle.h"
 #include "config/config_io.h"
 #include "core/errors.h"
-#include "eval/checkpoint_eval.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
+#include "review/checkpoint_eval.h"
 #include "run/train_run.h"
 #include "support/cli.h"
 #include "support/metrics_rows.h"
@@ -42,7 +42,7 @@ RunConfig retrieval(const std::vector<std::string>& extra = {}) {
 nlohmann::json run(const RunConfig& config, const fs::path& dir, const std::string& fault = "",
                    int64_t stop_at = 0) {
   TrainRequest request;
-  request.run_dir = dir.string();
+  request.start.run_dir = dir.string();
   request.print_table = false;
   request.inject_fault = fault;
   request.stop_at_step = stop_at;

@@ -59,10 +59,10 @@ RunConfig text_config(const fs::path& dir, double dropout) {
 TrainOutcome resumable_run(const RunConfig& config, const fs::path& dir, int64_t stop_at = 0,
                            const std::string& resume = "auto") {
   TrainRequest request;
-  request.run_dir = dir.string();
+  request.start.run_dir = dir.string();
   request.print_table = false;
   request.stop_at_step = stop_at;
-  request.resume = resume;
+  request.start.resume = resume;
   return train_run(config, request);
 }
 
@@ -209,7 +209,7 @@ CATCH_TEST_CASE("checkpoints are pruned to keep_checkpoints and auto continues o
   apply_override(config, "train.checkpoint_every=4");
   apply_override(config, "train.keep_checkpoints=2");
   TrainRequest request;
-  request.runs_root = scratch.path.string();
+  request.start.runs_root = scratch.path.string();
   request.print_table = false;
   request.stop_at_step = 10;
   CATCH_CHECK(train_run(config, request).run_dir == (scratch.path / config.name).string());
@@ -235,7 +235,7 @@ CATCH_TEST_CASE("auto restarts runs/<name> in place when it was killed before it
   apply_override(config, "train.steps=3");
   const fs::path named = scratch.path / config.name;
   TrainRequest request;
-  request.runs_root = scratch.path.string();
+  request.start.runs_root = scratch.path.string();
   request.print_table = false;
   fs::create_directories(named);
   std::ofstream(named / "log.txt") << "killed before config.json\n";

@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "support/byte_docs.h"
 #include "support/scratch_dir.h"
+#include "task/lab_checks.h"
 #include "task/task.h"
 
 using namespace causal;
@@ -82,4 +83,37 @@ CATCH_TEST_CASE("task: text checkpoint figures are the evaluation's without the 
   CATCH_CHECK(figures["bits_per_byte"] == 2.1);
   CATCH_CHECK(figures.size() == 5);
   CATCH_CHECK(task->identity()["train_documents"] == 3);
+}
+
+// The lab's table is what every reader judges by: strict bounds, one relative to the initial loss, and no
+// pass when a bound cannot be known.
+CATCH_TEST_CASE("lab checks: strict bounds, one relative to the initial loss, none passed unknown",
+                "[unit][task]") {
+  const nlohmann::json results = {{"initial_loss", 2.0}};
+  const LabCheck& loss = *find_lab_check("test_loss");
+  CATCH_CHECK(lab_check_threshold(loss, results) == 0.5);
+  CATCH_CHECK(lab_check_passes(loss, 0.49, results));
+  CATCH_CHECK_FALSE(lab_check_passes(loss, 0.5, results));
+  CATCH_CHECK_FALSE(lab_check_passes(loss, 0.1, nlohmann::json::object()));
+  CATCH_CHECK(lab_check_rule(loss) == "< 0.25 x initial_loss");
+  const LabCheck& accuracy = *find_lab_check("test_accuracy");
+  CATCH_CHECK(lab_check_passes(accuracy, 0.91, results));
+  CATCH_CHECK_FALSE(lab_check_passes(accuracy, 0.90, results));
+  const LabCheck& causality = *find_lab_check("causality_max_diff");
+  CATCH_CHECK(lab_check_passes(causality, 0.0, results));
+  CATCH_CHECK_FALSE(lab_check_passes(causality, 1e-9, results));
+  CATCH_CHECK(find_lab_check("val_loss") == nullptr);
+}
+
+CATCH_TEST_CASE("task traits: found from a config's JSON, none for an unknown kind", "[unit][task]") {
+  const TaskTraits* retrieval = task_traits_of(nlohmann::json{{"data", {{"kind", "retrieval"}}}});
+  CATCH_REQUIRE(retrieval != nullptr);
+  CATCH_CHECK(retrieval->has_lab_checks);
+  CATCH_CHECK(std::string(retrieval->held_out_split) == "test");
+  const TaskTraits* text = task_traits_of(nlohmann::json{{"data", {{"kind", "text"}}}});
+  CATCH_REQUIRE(text != nullptr);
+  CATCH_CHECK(text->generates_text);
+  CATCH_CHECK(text->validation_split == nullptr);
+  CATCH_CHECK(task_traits_of(nlohmann::json{{"data", {{"kind", "audio"}}}}) == nullptr);
+  CATCH_CHECK(task_traits_of(nlohmann::json::object()) == nullptr);
 }

@@ -1,0 +1,133 @@
+// The benchmark loop: the trainer's own forward/backward (accumulate_gradients), clipping and AdamW step,
+// without its bookkeeping, each phase timed separately.
+#include "bench/bench.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "bench/cost_model.h"
+#include "bench/matmul_peak.h"
+#include "core/runtime.h"
+#include "model/autocast_scope.h"
+#include "model/transformer.h"
+#include "task/task.h"
+#include "train/lr_schedule.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"
+
+namespace causal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+struct StepTimes {
+  double forward = 0.0, backward = 0.0, optimizer = 0.0, total = 0.0;
+  int64_t tokens = 0;
+};
+
+}  // namespace
+
+nlohmann::json BenchResult::to_json() const {
+  return {{"ms_per_step", ms_per_step},
+          {"tokens_per_s", tokens_per_s},
+          {"forward_ms", forward_ms},
+          {"backward_ms", backward_ms},
+          {"optimizer_ms", optimizer_ms},
+          {"achieved_gflops", achieved_gflops},
+          {"matmul_peak_gflops", matmul_peak_gflops},
+          {"mfu", mfu},
+          {"peak_rss_mib", peak_rss_mib},
+          {"threads", threads}};
+}
+
+BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
+  BenchResult result;
+  result.thread_choice = choose_thread_split(config.threads, machine_cores());
+  apply_thread_split(result.thread_choice.split);
+  result.threads = std::max(result.thread_choice.split.aten, result.thread_choice.split.blas);
+  const c10::Device device = resolve_device(config.device);
+  std::unique_ptr<Task> task = make_task(config, device, TaskScope::kTraining);
+  // Before the model is built: a model that cannot fit is refused with its estimate (as `train` does).
+  const InspectReport cost = inspect_model(config.model, task->sequence_length(), config.train.batch_size);
+  if (device.is_cpu()) check_training_memory(cost, physical_memory_bytes(), "this machine");
+  torch::manual_seed(static_cast<uint64_t>(config.seed));
+  Transformer model(config.model);
+  model->to(device);
+  model->train();
+  auto optimizer = make_adamw(*model, config.train.optimizer);
+  result.matmul_peak_gflops = measure_matmul_peak(device, products_dtype(config.model.autocast)) / 1e9;
+
+  std::vector<StepTimes> timed;
+  const int64_t total_steps = options.warmup + options.steps;
+  for (int64_t step = 0; step < total_steps; ++step) {
+    StepTimes t;
+    const auto start = Clock::now();
+    set_learning_rate(*optimizer, lr_at(config.train, std::min(step, config.train.steps - 1)));
+    std::vector<Batch> micro_batches;
+    for (int64_t i = 0; i < config.train.grad_accum; ++i)
+      micro_batches.push_back(task->training_batches().next().to(device));
+    PhaseTimes phases{device};
+    t.tokens = accumulate_gradients(model, micro_batches, /*collect_diagnostics=*/false, "", nullptr, &phases)
+                   .input_tokens;
+    t.forward = phases.forward_ms;
+    t.backward = phases.backward_ms;
+    const auto phase = Clock::now();
+    clip_gradients(*model, config.train.grad_clip);
+    optimizer->step();
+    synchronize(device);
+    t.optimizer = ms_since(phase);
+    t.total = ms_since(start);
+    if (step >= options.warmup) timed.push_back(t);
+  }
+
+  std::vector<double> total, forward, backward, update, rate;
+  for (const StepTimes& t : timed) {
+    total.push_back(t.total);
+    forward.push_back(t.forward);
+    backward.push_back(t.backward);
+    update.push_back(t.optimizer);
+    rate.push_back(t.total > 0 ? 1000.0 * static_cast<double>(t.tokens) / t.total : 0.0);
+  }
+  result.ms_per_step = median(total);
+  result.forward_ms = median(forward);
+  result.backward_ms = median(backward);
+  result.optimizer_ms = median(update);
+  result.tokens_per_s = median(rate);
+  result.achieved_gflops = result.tokens_per_s * static_cast<double>(cost.flops.training_causal) / 1e9;
+  result.mfu = result.matmul_peak_gflops > 0 ? result.achieved_gflops / result.matmul_peak_gflops : 0.0;
+  result.peak_rss_mib = peak_rss_mib();
+  return result;
+}
+
+std::string format_bench(const BenchResult& r, const RunConfig& config) {
+  char text[1024];
+  std::snprintf(text, sizeof(text),
+                "bench %s: %lld layers, d_model %lld, batch %lld x grad_accum %lld, %s (%s)\n"
+                "  ms/step        %10.2f   (forward %.2f, backward %.2f, optimizer %.2f)\n"
+                "  tokens/s       %10.0f   (input positions, padding included)\n"
+                "  GFLOP/s        %10.2f   of a measured matmul peak of %.2f: MFU %.3f\n"
+                "  peak RSS       %10.1f MiB\n",
+                config.name.c_str(), static_cast<long long>(config.model.n_layers),
+                static_cast<long long>(config.model.d_model), static_cast<long long>(config.train.batch_size),
+                static_cast<long long>(config.train.grad_accum), r.thread_choice.split.describe().c_str(),
+                r.thread_choice.why.c_str(), r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms,
+                r.tokens_per_s, r.achieved_gflops, r.matmul_peak_gflops, r.mfu, r.peak_rss_mib);
+  return text;
+}
+
+}  // namespace causal

@@ -1,0 +1,196 @@
+// Checkpoint evaluation: the task scores the model, the probes look inside it, the figures are recorded.
+#include "review/checkpoint_eval.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "checkpoint/checkpoint_dir.h"
+#include "config/config_io.h"
+#include "io/atomic_file.h"
+#include "io/run_files.h"
+#include "io/sha256.h"
+#include "review/checkpoint_model.h"
+#include "review/probes.h"
+#include "task/retrieval_difficulty_eval.h"
+#include "task/task.h"
+
+namespace causal {
+namespace fs = std::filesystem;
+namespace {
+
+// The default figures go to step_N.json; figures on overridden data get a name of their own so one
+// never replaces the other.
+std::string eval_file_name(int64_t step, const std::string& split, const std::vector<std::string>& overrides,
+                           bool default_split = true) {
+  std::string name = checkpoint_name(step);
+  if (!overrides.empty() || !default_split) {
+    std::string joined;
+    for (const std::string& o : overrides) joined += o + "\n";
+    name += "." + split + "-" + sha256_hex(joined).substr(0, 8);
+  }
+  return name + ".json";
+}
+
+std::string format_entropy(const nlohmann::json& probe) {
+  std::string out = "attention entropy per head (nats; uniform over allowed keys in brackets)\n";
+  char line[96];
+  for (size_t l = 0; l < probe["layers"].size(); ++l) {
+    out += "  layer " + std::to_string(l) + ":";
+    for (const auto& head : probe["layers"][l]["heads"]) {
+      std::snprintf(line, sizeof(line), " %.3f [%.3f]", head["entropy"].get<double>(),
+                    head["max_entropy"].get<double>());
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string join(const std::vector<int64_t>& values) {
+  std::string out;
+  for (int64_t v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+// `--lengths` is data.eval_pairs under another name: each length is scored on its own generated split.
+std::vector<std::string> with_lengths(const EvalRequest& request) {
+  std::vector<std::string> overrides = request.overrides;
+  if (!request.lengths.empty() && !request.difficulty)
+    overrides.push_back("data.eval_pairs=[" + join(request.lengths) + "]");
+  return overrides;
+}
+
+std::string format_lengths(const nlohmann::json& by_pairs, const std::vector<int64_t>& lengths,
+                           int64_t trained) {
+  std::string out = "retrieval accuracy by context length (records; a row is length + 1 positions)\n";
+  char line[96];
+  for (int64_t length : lengths) {
+    const nlohmann::json& entry = by_pairs.at(std::to_string(length));
+    std::snprintf(line, sizeof(line), "  %6lld  %.4f  (n=%lld)%s\n", static_cast<long long>(length),
+                  entry["accuracy"].get<double>(), static_cast<long long>(entry["count"].get<int64_t>()),
+                  length == trained ? "  trained length" : "");
+    out += line;
+  }
+  return out;
+}
+
+void check_difficulty_request(const EvalRequest& request, const RunConfig& config) {
+  if (!task_traits(config.data.kind).scores_by_context_length)
+    throw ConfigError("--difficulty", "",
+                      "applies to retrieval runs only, got data.kind " + to_string(config.data.kind));
+  if (config.data.key_count < 2 || config.data.value_count < 2)
+    throw ConfigError(
+        "--difficulty", "",
+        "needs data.key_count and data.value_count >= 2 (distractors and filler hold other keys and values)");
+  for (int64_t length : request.lengths) {
+    if (length < 1 || length + 1 > config.model.max_seq_len) {
+      throw ConfigError("--lengths", "",
+                        "length " + std::to_string(length) +
+                            ": each length must be >= 1 and length + 1 (query) <= model.max_seq_len " +
+                            std::to_string(config.model.max_seq_len) +
+                            " (raise it with --set model.max_seq_len=N for rope or none)");
+    }
+  }
+  for (int64_t d : request.distractors) {
+    if (d < 0) throw ConfigError("--distractors", "", "expected counts >= 0, got " + std::to_string(d));
+  }
+  for (double depth : request.depths) {
+    if (!(depth >= 0.0 && depth <= 1.0))
+      throw ConfigError("--depths", "", "expected depths in [0, 1], got " + std::to_string(depth));
+  }
+}
+
+EvalOutcome evaluate_difficulty_grid(const EvalRequest& request, CheckpointModel& loaded) {
+  const RunConfig& config = loaded.config;
+  check_difficulty_request(request, config);
+  DifficultySpec spec;
+  if (!request.lengths.empty())
+    spec.lengths = request.lengths;
+  else
+    spec.lengths = {config.data.pairs,
+                    std::min<int64_t>(2 * config.data.pairs, config.model.max_seq_len - 1)};
+  if (!request.distractors.empty()) spec.distractors = request.distractors;
+  if (!request.depths.empty()) spec.depths = request.depths;
+  if (request.difficulty_rows > 0) spec.rows = request.difficulty_rows;
+  EvalOutcome outcome;
+  outcome.figures = evaluate_difficulty(loaded.model, config, spec, loaded.device);
+  outcome.table = format_difficulty_table(outcome.figures);
+  const int64_t step = loaded.checkpoint.state.step;
+  outcome.figures["step"] = step;
+  outcome.figures["checkpoint"] = loaded.checkpoint.dir.string();
+  outcome.figures["overrides"] = request.overrides;
+  std::vector<std::string> identity = request.overrides;
+  identity.push_back("lengths=" + join(spec.lengths) + " distractors=" + join(spec.distractors) +
+                     " rows=" + std::to_string(spec.rows));
+  for (double d : spec.depths) identity.back() += " " + std::to_string(d);
+  outcome.file =
+      (fs::path(request.run_dir) / run_files::kEval / eval_file_name(step, "difficulty", identity, false))
+          .string();
+  io_as<CheckpointError>([&] {
+    fs::create_directories(fs::path(outcome.file).parent_path());
+    write_file_atomically(outcome.file, outcome.figures.dump(2) + "\n");
+  });
+  outcome.table = "checkpoint " + loaded.checkpoint.dir.string() + " (step " + std::to_string(step) + ")\n" +
+                  outcome.table;
+  return outcome;
+}
+
+}  // namespace
+
+EvalOutcome evaluate_checkpoint(const EvalRequest& request) {
+  CheckpointModel loaded = load_checkpoint_model(request.run_dir, request.checkpoint, with_lengths(request));
+  const RunConfig& config = loaded.config;
+  if (request.difficulty) return evaluate_difficulty_grid(request, loaded);
+  const TaskTraits& traits = task_traits(config.data.kind);
+  if (!request.lengths.empty() && !traits.scores_by_context_length)
+    throw ConfigError("--lengths", "",
+                      "applies to retrieval runs only, got data.kind " + to_string(config.data.kind));
+  const std::string held_out = traits.held_out_split;
+  const std::string split = request.split.empty() ? held_out : request.split;
+  const bool validation = traits.validation_split != nullptr && split == traits.validation_split;
+  if (split != held_out && !validation) {
+    throw ConfigError("--split", split,
+                      "a " + to_string(config.data.kind) + " run is evaluated on its " + held_out +
+                          " split (other data: --set data.*)");
+  }
+
+  const std::unique_ptr<Task> task = make_task(config, loaded.device, TaskScope::kEvaluation);
+  const nlohmann::json evaluation =
+      validation ? task->evaluate_validation(loaded.model) : task->evaluate(loaded.model);
+  EvalOutcome outcome;
+  nlohmann::json& figures = outcome.figures;
+  figures = task->checkpoint_figures(evaluation);
+  outcome.table = task->results_table(evaluation);
+  if (!request.lengths.empty() && !validation) {
+    outcome.table += format_lengths(evaluation.at("by_pairs"), request.lengths, config.data.pairs);
+  }
+  ProbeSet probes;
+  if (request.attention || request.ablate_heads) probes = task->probe_set(request.probe_batches);
+  if (request.attention) {
+    figures["attention"] = attention_probe(loaded.model, probes, loaded.device);
+    outcome.table += format_entropy(figures["attention"]);
+  }
+  if (request.ablate_heads) {
+    figures["head_ablation"] = head_ablation(loaded.model, probes, loaded.device);
+    outcome.table += format_head_ablation(figures["head_ablation"]);
+  }
+  const int64_t step = loaded.checkpoint.state.step;
+  figures["step"] = step;
+  figures["split"] = split;
+  figures["checkpoint"] = loaded.checkpoint.dir.string();
+  figures["overrides"] = request.overrides;
+  figures["data"] = config_to_json(config)["data"];
+  outcome.file = (fs::path(request.run_dir) / run_files::kEval /
+                  eval_file_name(step, split, with_lengths(request), split == held_out))
+                     .string();
+  io_as<CheckpointError>([&] {
+    fs::create_directories(fs::path(outcome.file).parent_path());
+    write_file_atomically(outcome.file, figures.dump(2) + "\n");
+  });
+  outcome.table = "checkpoint " + loaded.checkpoint.dir.string() + " (step " + std::to_string(step) + "), " +
+                  split + " split\n" + outcome.table;
+  return outcome;
+}
+
+}  // namespace causal

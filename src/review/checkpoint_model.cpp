@@ -1,0 +1,74 @@
+// Checkpoint -> config -> model with weights.
+#include "review/checkpoint_model.h"
+
+#include <filesystem>
+#include <set>
+
+#include "config/config_io.h"
+#include "core/errors.h"
+#include "core/runtime.h"
+
+namespace causal {
+
+namespace {
+
+// Model fields that change how the trained weights are applied, never the weights themselves.
+const std::set<std::string> kEvaluationModelFields = {
+    "model.max_seq_len",   "model.attention",   "model.attention_block",           "model.autocast",
+    "model.rope.scaling",  "model.rope.factor", "model.rope.original_max_seq_len", "model.rope.beta_fast",
+    "model.rope.beta_slow"};
+
+bool may_change_at_evaluation(const std::string& path) {
+  return path.rfind("data.", 0) == 0 || path == "device" || path == "threads" ||
+         kEvaluationModelFields.count(path) > 0;
+}
+
+}  // namespace
+
+CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::string& ref,
+                                      const std::vector<std::string>& overrides) {
+  bool sets_original_length = false, sets_max_seq_len = false;
+  for (const std::string& assignment : overrides) {
+    const std::string path = assignment.substr(0, assignment.find('='));
+    if (!may_change_at_evaluation(path)) {
+      throw ConfigError(
+          "--set", path,
+          "cannot change when evaluating a checkpoint: it would change the trained weights or what "
+          "they compute; only data.*, device, threads, model.max_seq_len, model.attention, "
+          "model.attention_block, model.autocast and model.rope.{scaling,factor,original_max_seq_len,"
+          "beta_fast,beta_slow} may (docs/checkpoints.md)");
+    }
+    sets_original_length |= path == "model.rope.original_max_seq_len";
+    sets_max_seq_len |= path == "model.max_seq_len";
+  }
+  if (!std::filesystem::is_directory(run_dir)) throw CheckpointError("[checkpoint] no run folder " + run_dir);
+  CheckpointModel loaded;
+  loaded.checkpoint = read_checkpoint(find_checkpoint(run_dir, ref));
+  const std::string source = (loaded.checkpoint.dir / "config.json").string();
+  const RunConfig trained = parse_config_text(loaded.checkpoint.config.dump(), source, {});
+  // A learned position table has max_seq_len rows: the trained weights fix it.
+  if (sets_max_seq_len && trained.model.position == PositionKind::kLearned) {
+    throw ConfigError(
+        "--set", "model.max_seq_len",
+        "cannot change when evaluating a checkpoint with model.position \"learned\": its position "
+        "table has " +
+            std::to_string(trained.model.max_seq_len) + " trained rows (rope and none have no table)");
+  }
+  // yarn measures frequencies against the trained length, so a longer max_seq_len must not move it.
+  std::vector<std::string> applied;
+  if (!sets_original_length) {
+    applied.push_back("model.rope.original_max_seq_len=" +
+                      std::to_string(trained.model.rope.original_max_seq_len));
+  }
+  applied.insert(applied.end(), overrides.begin(), overrides.end());
+  loaded.config = parse_config_text(loaded.checkpoint.config.dump(), source, applied);
+  configure_threads(loaded.config.threads);
+  loaded.device = resolve_device(loaded.config.device);
+  loaded.model = Transformer(loaded.config.model);
+  load_model_weights(loaded.checkpoint.dir, *loaded.model);
+  loaded.model->to(loaded.device);
+  loaded.model->eval();
+  return loaded;
+}
+
+}  // namespace causal
