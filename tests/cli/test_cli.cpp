@@ -111,8 +111,6 @@ CATCH_TEST_CASE("the help of every command points only at docs that exist", "[un
     const Result r = run_causal(std::string(command) + " --help");
     CATCH_INFO("causal " << command << " --help");
     CATCH_CHECK(r.code == 0);
-    CATCH_CHECK_THAT(r.out, !Catch::Matchers::Contains("the seed") && !Catch::Matchers::Contains("seed's") &&
-                                !Catch::Matchers::Contains("SPEC"));
     for (std::sregex_iterator it(r.out.begin(), r.out.end(), doc), end; it != end; ++it) {
       CATCH_INFO(it->str());
       CATCH_CHECK(fs::exists(fs::path(CAUSAL_SOURCE_DIR) / it->str()));

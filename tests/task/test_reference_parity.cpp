@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "model/transformer.h"
 #include "support/cli.h"
+#include "support/skip.h"
 #include "support/tolerance.h"
 #include "task/objective.h"
 
@@ -82,10 +83,8 @@ RunConfig model_config(const std::string& json) {
 
 CATCH_TEST_CASE("reference: an independent PyTorch model reproduces causal's logits and loss",
                 "[e2e][parity][numerics]") {
-  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
-    CATCH_WARN("SKIPPED: /usr/bin/python3 cannot import torch (Debian python3-torch)");
-    return;
-  }
+  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
+    CAUSAL_SKIP_TEST("/usr/bin/python3 cannot import torch (Debian python3-torch)");
   const fs::path root = fs::temp_directory_path() / ("causal_parity_" + std::to_string(::getpid()));
   const std::vector<std::pair<std::string, std::string>> models = {
       {"gelu-layernorm-learned",
