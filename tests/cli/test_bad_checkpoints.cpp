@@ -225,7 +225,7 @@ CATCH_TEST_CASE("bad input: output directory full, checked at start", "[unit][cl
   if (!mount_tmpfs(dir, "size=64k"))
     CAUSAL_SKIP_TEST(
         "no permission to mount a small tmpfs: the full-disk start check is covered by "
-        "tools/faults");
+        "tests/faults/faults");
   check_refused(retrieval_run_args("--run-dir " + (dir / "run").string()), 2,
                 {(dir / "run").string(), "MiB free, the run needs about"});
   CATCH_CHECK(!fs::exists(dir / "run"));

@@ -1,4 +1,4 @@
-// Independent check: tools/reference_model.py (our own float64 PyTorch implementation of the same
+// Independent check: tests/reference/reference_model.py (our own float64 PyTorch implementation of the same
 // architecture) reads model.safetensors + config.json and reproduces causal's logits and loss within the
 // float32 rounding bounds of tests/support/tolerance.h.
 #include <torch/torch.h>
@@ -65,7 +65,7 @@ Comparison compare_with_reference(const RunConfig& config, const fs::path& dir, 
                                                           {"logits", logits + shift * result.tol()},
                                                           {"loss", loss}});
   const std::string cmd = std::string("/usr/bin/python3 ") + CAUSAL_SOURCE_DIR +
-                          "/tools/reference_model.py --checkpoint " + dir.string() + " --batch " +
+                          "/tests/reference/reference_model.py --checkpoint " + dir.string() + " --batch " +
                           (dir / "batch.safetensors").string() + " --tol " +
                           nlohmann::json(result.tol()).dump() + " --json >" + (dir / "out.json").string();
   const int status = std::system(cmd.c_str());

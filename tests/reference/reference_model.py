@@ -3,8 +3,8 @@
 logits and loss that causal's C++ code computes (docs/model.md describes the architecture).
 
 Usage:
-  tools/reference_model.py --config CONFIG.json --weights model.safetensors --batch batch.safetensors
-  tools/reference_model.py --checkpoint DIR --batch batch.safetensors   (DIR/{config.json,model.safetensors})
+  tests/reference/reference_model.py --config CONFIG.json --weights model.safetensors --batch batch.safetensors
+  tests/reference/reference_model.py --checkpoint DIR --batch batch.safetensors   (DIR/{config.json,model.safetensors})
   options: --tol 1e-5 (max allowed |logit diff| and |loss diff|), --json (print a JSON object instead)
 
 The config is causal's (resolved) run config; only its "model" section is used. The weights file must hold
