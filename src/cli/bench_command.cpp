@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "bench/bench.h"
+#include "bench/bench_describe.h"
 #include "bench/matmul_peak.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -23,6 +24,7 @@ struct BenchFlags {
   BenchOptions options;
   bool json = false;
   bool matmul_peak = false;
+  bool describe = false;
 };
 
 int run_bench_command(const BenchFlags& flags) {
@@ -42,6 +44,10 @@ int run_bench_command(const BenchFlags& flags) {
   }
   if (flags.config.empty()) throw UsageError("bench: --config is required (or --matmul-peak alone)");
   const RunConfig config = load_config(flags.config, flags.overrides, ConfigScope::kRun, train_vocab_size);
+  if (flags.describe) {
+    std::cout << describe_bench(config).dump(2) << "\n" << std::flush;
+    return kExitOk;
+  }
   const BenchResult result = run_bench(config, flags.options);
   std::cout << (flags.json ? result.to_json().dump() + "\n" : format_bench(result, config)) << std::flush;
   return kExitOk;
@@ -73,6 +79,11 @@ Command add_bench_command(CLI::App& app) {
                   "Print only the measured matmul peak in GFLOP/s (on the config's device, else the CPU) and "
                   "exit; export it as CAUSAL_MATMUL_PEAK_GFLOPS to spare runs started together the "
                   "measurement (docs/bench.md)");
+  bench->add_flag("--describe", flags->describe,
+                  "Print, instead of timing, one JSON object with what bench derives from the config: "
+                  "sequence_length, inspect (the `inspect --json` figures at that context, FLOPs per token "
+                  "included), parameters (name, shape, AdamW group and its weight decay) and lr (each step's "
+                  "learning rate); for baselines such as tools/bench-pytorch (docs/bench.md)");
   return {bench, [flags] { return run_bench_command(*flags); }};
 }
 

@@ -221,3 +221,83 @@ CATCH_TEST_CASE("docs that code, tests and docs point at exist, with their secti
   }
   CATCH_CHECK(checked > 10);
 }
+
+namespace {
+
+// Every path into src/, tests/ or tools/ that `text` names (in a markdown link, relative like ../src/x, or
+// in inline code), with trailing punctuation dropped. `*` may stand in the last component.
+std::vector<std::string> named_paths(const std::string& text) {
+  const std::regex path(R"((?:^|[^A-Za-z0-9_/.-]|\.\./)((?:src|tests|tools)/[A-Za-z0-9_./*-]*))");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(text.begin(), text.end(), path), end; it != end; ++it) {
+    std::string p = (*it)[1].str();
+    while (!p.empty() && (p.back() == '.' || p.back() == ',')) p.pop_back();
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Whether `rel` (relative to `root`) exists; a `*` in its last component must match at least one entry.
+bool path_exists(const fs::path& root, const std::string& rel) {
+  const size_t star = rel.find('*');
+  if (star == std::string::npos) return fs::exists(root / rel);
+  const size_t slash = rel.rfind('/');
+  if (rel.find('/', star) != std::string::npos) return false;  // a wildcard folder: say what you mean
+  const std::string name = rel.substr(slash + 1);
+  std::string pattern;
+  for (const char c : name) {
+    if (c == '*') {
+      pattern += ".*";
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      pattern += c;
+    } else {
+      pattern += std::string("[") + c + "]";  // literal, whatever regex meaning it has outside a class
+    }
+  }
+  const std::regex match(pattern);
+  const fs::path dir = root / rel.substr(0, slash);
+  if (!fs::is_directory(dir)) return false;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (std::regex_match(entry.path().filename().string(), match)) return true;
+  return false;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("docs: the path finder catches links, relative links, inline code and wildcards",
+                "[unit][architecture]") {
+  const std::vector<std::string> found = named_paths(
+      "see [x](../src/core/errors.h), `tests/support/cli.h`. Run `tools/run --version`, then src/LAYERS, "
+      "and `src/data/tokenizer.*` or `tests/test_gone.cpp`; not mysrc/x nor a/tests/y.");
+  CATCH_CHECK(found == std::vector<std::string>{"src/core/errors.h", "tests/support/cli.h", "tools/run",
+                                                "src/LAYERS", "src/data/tokenizer.*", "tests/test_gone.cpp"});
+  const fs::path root = fs::path(CAUSAL_SOURCE_DIR);
+  CATCH_CHECK(path_exists(root, "src/core/errors.h"));
+  CATCH_CHECK(path_exists(root, "src/data/tokenizer.*"));
+  CATCH_CHECK_FALSE(path_exists(root, "tests/test_gone.cpp"));
+  CATCH_CHECK_FALSE(path_exists(root, "src/data/no_such_file.*"));
+}
+
+// Docs name code by path; a file moved without its docs leaves a reader at nothing.
+CATCH_TEST_CASE("docs: every src/, tests/ and tools/ path that README.md and docs/*.md name exists",
+                "[unit][architecture]") {
+  const fs::path root = fs::path(CAUSAL_SOURCE_DIR);
+  std::vector<fs::path> docs = {root / "README.md"};
+  for (const auto& entry : fs::directory_iterator(root / "docs"))
+    if (entry.path().extension() == ".md") docs.push_back(entry.path());
+  int checked = 0;
+  std::vector<std::string> missing;
+  for (const fs::path& doc : docs) {
+    std::ifstream in(doc);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const std::string& path : named_paths(text)) {
+      ++checked;
+      if (!path_exists(root, path)) missing.push_back(fs::relative(doc, root).string() + ": " + path);
+    }
+  }
+  std::string list;
+  for (const std::string& m : missing) list += "\n  " + m;
+  CATCH_INFO(checked << " paths checked; missing:" << list);
+  CATCH_CHECK(missing.empty());
+  CATCH_CHECK(checked > 100);  // guards against a path pattern that matches nothing
+}

@@ -92,7 +92,7 @@ ModelConfig block_model(int64_t d, bool bias, causal::NormKind norm) {
 }
 
 // The KV-cache example of docs/background.md: 32 layers, 4096 positions, dk 128 (d 4096 over 32 query heads).
-ModelConfig seed_cache_model(int64_t kv_heads) {
+ModelConfig kv_cache_example_model(int64_t kv_heads) {
   ModelConfig m;
   m.d_model = 4096;
   m.n_heads = 32;
@@ -109,14 +109,14 @@ CATCH_TEST_CASE("inspect: KV-cache bytes match the documented budget example", "
   CATCH_CHECK(causal::kv_cache_bytes(1, 32, 4096, 8, 128, 2) == 536870912);
   CATCH_CHECK(causal::kv_cache_bytes(1, 32, 4096, 32, 128, 2) == 2147483648);
 
-  const causal::InspectReport gqa = causal::inspect_model(seed_cache_model(8), 4096, 1, "bf16");
+  const causal::InspectReport gqa = causal::inspect_model(kv_cache_example_model(8), 4096, 1, "bf16");
   CATCH_CHECK(gqa.memory.kv_cache == 536870912);
   CATCH_CHECK_THAT(causal::format_inspect(gqa), Contains("536,870,912") && Contains("512.00 MiB"));
-  const causal::InspectReport mha = causal::inspect_model(seed_cache_model(32), 4096, 1, "bf16");
+  const causal::InspectReport mha = causal::inspect_model(kv_cache_example_model(32), 4096, 1, "bf16");
   CATCH_CHECK(mha.memory.kv_cache == 2147483648);
   CATCH_CHECK_THAT(causal::format_inspect(mha), Contains("2,147,483,648") && Contains("2.00 GiB"));
   // Linear in batch and context; fp32 doubles it.
-  CATCH_CHECK(causal::inspect_model(seed_cache_model(8), 2048, 3, "fp32").memory.kv_cache ==
+  CATCH_CHECK(causal::inspect_model(kv_cache_example_model(8), 2048, 3, "fp32").memory.kv_cache ==
               536870912 / 2 * 3 * 2);
 }
 
@@ -146,7 +146,7 @@ CATCH_TEST_CASE("inspect: a GELU block with biases and LayerNorm has exactly 12d
   }
 }
 
-CATCH_TEST_CASE("inspect: 32 blocks at d=4096 hold ~6.4B parameters, two thirds in the FFN (seed)",
+CATCH_TEST_CASE("inspect: 32 blocks at d=4096 hold ~6.4B parameters, two thirds in the FFN",
                 "[unit][inspect]") {
   ModelConfig m = block_model(4096, /*bias=*/false, causal::NormKind::kRmsNorm);
   m.n_heads = 32;

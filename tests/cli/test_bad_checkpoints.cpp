@@ -15,6 +15,7 @@
 #include "io/sha256.h"
 #include "support/bad_input.h"
 #include "support/byte_docs.h"
+#include "support/skip.h"
 
 using namespace causal::testing;
 namespace fs = std::filesystem;
@@ -210,8 +211,7 @@ CATCH_TEST_CASE("bad input: output directory read-only, checked at start", "[uni
     fs::create_directories(dir);
     fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
   } else {
-    CATCH_WARN("SKIPPED: root without permission to mount: a read-only directory cannot be made here");
-    return;
+    CAUSAL_SKIP_TEST("root without permission to mount: a read-only directory cannot be made here");
   }
   check_refused(retrieval_run_args("--run-dir " + (dir / "run").string()), 2,
                 {(dir / "run").string(), "cannot write in " + dir.string()});
@@ -222,12 +222,10 @@ CATCH_TEST_CASE("bad input: output directory read-only, checked at start", "[uni
 
 CATCH_TEST_CASE("bad input: output directory full, checked at start", "[unit][cli][runtime]") {
   const fs::path dir = scratch("bad_full");
-  if (!mount_tmpfs(dir, "size=64k")) {
-    CATCH_WARN(
-        "SKIPPED: no permission to mount a small tmpfs: the full-disk start check is covered by "
-        "tools/faults");
-    return;
-  }
+  if (!mount_tmpfs(dir, "size=64k"))
+    CAUSAL_SKIP_TEST(
+        "no permission to mount a small tmpfs: the full-disk start check is covered by "
+        "tests/faults/faults");
   check_refused(retrieval_run_args("--run-dir " + (dir / "run").string()), 2,
                 {(dir / "run").string(), "MiB free, the run needs about"});
   CATCH_CHECK(!fs::exists(dir / "run"));

@@ -13,6 +13,7 @@
 #include "support/bad_input.h"
 #include "support/byte_docs.h"
 #include "support/scoped_env.h"
+#include "support/skip.h"
 
 using namespace causal::testing;
 namespace fs = std::filesystem;
@@ -184,11 +185,8 @@ CATCH_TEST_CASE("bad input: token file with another format version or a header t
 }
 
 CATCH_TEST_CASE("bad input: token file unreadable (permission)", "[unit][cli]") {
-  if (::geteuid() == 0) {
-    CATCH_WARN(
-        "SKIPPED: running as root, which reads any file: the unreadable-file case cannot be made here");
-    return;
-  }
+  if (::geteuid() == 0)
+    CAUSAL_SKIP_TEST("running as root, which reads any file: the unreadable-file case cannot be made here");
   const fs::path dir = scratch("bad_unreadable");
   const fs::path config = text_config(dir);
   ::chmod((dir / "train.tok").c_str(), 0);

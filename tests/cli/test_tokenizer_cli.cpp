@@ -11,6 +11,7 @@
 #include "data/sentencepiece_backend.h"
 #include "io/sha256.h"
 #include "support/cli.h"
+#include "support/sentencepiece.h"
 
 using namespace causal::testing;
 namespace fs = std::filesystem;
@@ -78,10 +79,7 @@ CATCH_TEST_CASE("a model trained on imported tokens trains, evaluates and genera
 
 CATCH_TEST_CASE("a BPE run keeps its tokenizer and decodes with it from the run alone",
                 "[e2e][cli][tokenizer]") {
-  if (!causal::sentencepiece_available()) {
-    CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
-    return;
-  }
+  CAUSAL_SKIP_WITHOUT_SENTENCEPIECE();
   const fs::path dir = scratch("bpe_e2e");
   fs::create_directories(dir);
   {

@@ -24,6 +24,7 @@
 #include "data/tokenizer.h"
 #include "io/sha256.h"
 #include "support/scratch_dir.h"
+#include "support/sentencepiece.h"
 
 using namespace causal;
 namespace fs = std::filesystem;
@@ -89,10 +90,7 @@ std::string random_bytes(std::mt19937& rng, size_t n) {
 
 CATCH_TEST_CASE("tokenizer train reserves specials, turns byte fallback on and learns merges",
                 "[unit][tokenizer]") {
-  if (!sentencepiece_available()) {
-    CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
-    return;
-  }
+  CAUSAL_SKIP_WITHOUT_SENTENCEPIECE();
   const auto tok = load_sentencepiece(tiny_model_path());
   const TokenizerInfo& info = tok->info();
   CATCH_CHECK(info.name == "sentencepiece");
@@ -108,10 +106,7 @@ CATCH_TEST_CASE("tokenizer train reserves specials, turns byte fallback on and l
 
 CATCH_TEST_CASE("sentencepiece round-trips any UTF-8 and invalid bytes exactly (byte fallback)",
                 "[contract][tokenizer]") {
-  if (!sentencepiece_available()) {
-    CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
-    return;
-  }
+  CAUSAL_SKIP_WITHOUT_SENTENCEPIECE();
   const auto tok = load_sentencepiece(tiny_model_path());
   std::mt19937 rng(7);
   std::vector<std::string> texts = {
@@ -135,10 +130,7 @@ CATCH_TEST_CASE("sentencepiece round-trips any UTF-8 and invalid bytes exactly (
 }
 
 CATCH_TEST_CASE("specials are never produced by encoding text", "[contract][tokenizer]") {
-  if (!sentencepiece_available()) {
-    CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
-    return;
-  }
+  CAUSAL_SKIP_WITHOUT_SENTENCEPIECE();
   const auto tok = load_sentencepiece(tiny_model_path());
   const TokenizerInfo& info = tok->info();
   std::mt19937 rng(3);
@@ -158,10 +150,7 @@ CATCH_TEST_CASE("specials are never produced by encoding text", "[contract][toke
 
 CATCH_TEST_CASE("encode records the tokenizer, its model and each document's bytes",
                 "[contract][tokenizer]") {
-  if (!sentencepiece_available()) {
-    CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
-    return;
-  }
+  CAUSAL_SKIP_WITHOUT_SENTENCEPIECE();
   TokDir dir("encode_spm");
   const std::string text = corpus_text(120, 5);
   put_file(dir.file("in.txt"), text);
@@ -202,10 +191,7 @@ CATCH_TEST_CASE("encode records the tokenizer, its model and each document's byt
 }
 
 CATCH_TEST_CASE("a tokenizer mismatch between files is refused naming both sides", "[contract][tokenizer]") {
-  if (!sentencepiece_available()) {
-    CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
-    return;
-  }
+  CAUSAL_SKIP_WITHOUT_SENTENCEPIECE();
   TokDir dir("mismatch");
   put_file(dir.file("in.txt"), corpus_text(20, 2));
   EncodeOptions o;

@@ -1,6 +1,10 @@
 // The pieces of data-parallel training that need no second process: gradient buckets (on a 1-rank
 // group), row shards, the launch environment and the global-batch check.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -140,8 +144,38 @@ CATCH_TEST_CASE("a global batch that does not divide by the world size is a conf
                           Catch::Contains("train.batch_size") && Catch::Contains("world size 3"));
 }
 
-CATCH_TEST_CASE("the local launcher finds a free loopback port", "[unit][dist]") {
-  const int port = free_loopback_port();
-  CATCH_CHECK(port > 0);
-  CATCH_CHECK(port < 65536);
+namespace {
+
+// A socket listening on 127.0.0.1:`port`, as rank 0's rendezvous store would; -1 when the port is taken.
+int listen_on_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 1) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+// What the launcher needs from the port: that the rendezvous can listen on it. A fixed or guessed port
+// would pass a range check; here each port must be bindable, and never one that is held at the time.
+CATCH_TEST_CASE("the local launcher finds a loopback port free to listen on, never one in use",
+                "[unit][dist]") {
+  const int first = free_loopback_port();
+  const int held = listen_on_loopback(first);
+  CATCH_REQUIRE(held >= 0);
+  for (int i = 0; i < 5; ++i) {
+    const int port = free_loopback_port();
+    CATCH_CHECK(port != first);
+    const int fd = listen_on_loopback(port);
+    CATCH_CHECK(fd >= 0);
+    if (fd >= 0) ::close(fd);
+  }
+  ::close(held);
 }

@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "io/safetensors.h"
+#include "support/skip.h"
 
 using namespace causal;
 namespace fs = std::filesystem;
@@ -57,10 +58,8 @@ CATCH_TEST_CASE("safetensors round trip is exact", "[unit][checkpoint]") {
 // The layout is the standard one: an independent reader (Python's struct + json, no causal code)
 // finds the header, the byte ranges and the float values.
 CATCH_TEST_CASE("safetensors files follow the standard layout", "[unit][checkpoint]") {
-  if (std::system("/usr/bin/python3 -c 'import json, struct' 2>/dev/null") != 0) {
-    CATCH_WARN("SKIPPED: /usr/bin/python3 is not available");
-    return;
-  }
+  if (std::system("/usr/bin/python3 -c 'import json, struct' 2>/dev/null") != 0)
+    CAUSAL_SKIP_TEST("/usr/bin/python3 is not available");
   const fs::path path = temp_file("layout.safetensors");
   const NamedTensors tensors = sample_tensors();
   save_safetensors(path.string(), tensors);

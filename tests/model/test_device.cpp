@@ -15,18 +15,8 @@
 
 using namespace causal;
 
-namespace {
-
-bool skipped() {
-  const std::string reason = testing::device_skip_reason();
-  if (!reason.empty()) CATCH_WARN(reason);
-  return !reason.empty();
-}
-
-}  // namespace
-
 CATCH_TEST_CASE("device: forward and backward on the test device equal the CPU's", "[unit][device]") {
-  if (skipped()) return;
+  CAUSAL_SKIP_UNLESS_TEST_DEVICE();
   const c10::Device device = resolve_device(testing::test_device());
   for (const AttentionKind kernel :
        {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash}) {
@@ -59,7 +49,7 @@ CATCH_TEST_CASE("device: forward and backward on the test device equal the CPU's
 }
 
 CATCH_TEST_CASE("device: bf16 autocast on the test device runs the products in bfloat16", "[unit][device]") {
-  if (skipped()) return;
+  CAUSAL_SKIP_UNLESS_TEST_DEVICE();
   const c10::Device device = resolve_device(testing::test_device());
   const torch::Tensor a = torch::randn({8, 8}, torch::TensorOptions(device));
   AutocastScope scope(device.type(), autocast_dtype(AutocastKind::kBf16));
@@ -69,7 +59,7 @@ CATCH_TEST_CASE("device: bf16 autocast on the test device runs the products in b
 
 CATCH_TEST_CASE("device: batches reach the test device unchanged through pinned asynchronous copies",
                 "[unit][device]") {
-  if (skipped()) return;
+  CAUSAL_SKIP_UNLESS_TEST_DEVICE();
   const c10::Device device = resolve_device(testing::test_device());
   Batch batch{torch::randint(0, 9, {4, 16, 1}, torch::kLong), torch::arange(16).expand({4, 16}),
               torch::Tensor(), torch::ones({4, 16}, torch::kBool),
@@ -85,7 +75,7 @@ CATCH_TEST_CASE("device: batches reach the test device unchanged through pinned 
 
 CATCH_TEST_CASE("device: a checkpoint's generator states make the test device draw the same numbers again",
                 "[unit][device]") {
-  if (skipped()) return;
+  CAUSAL_SKIP_UNLESS_TEST_DEVICE();
   const c10::Device device = resolve_device(testing::test_device());
   torch::manual_seed(11);
   const nlohmann::json saved = capture_global_rng(device);

@@ -37,7 +37,8 @@ double rotated_dot(const torch::Tensor& q, const torch::Tensor& k, int64_t m, in
 
 }  // namespace
 
-CATCH_TEST_CASE("rope: seed example q=k=(1,0), m=1, n=3 at pi/4 per position gives 0", "[unit][rope]") {
+CATCH_TEST_CASE("rope: q=k=(1,0) at positions 1 and 3, pi/4 per position, gives a zero score",
+                "[unit][rope]") {
   const auto x = torch::tensor({1.0, 0.0, 1.0, 0.0}, torch::kDouble).view({1, 1, 2, 2});  // (B,H,T,dk=2)
 
   // The rotation primitive with explicit angles m*pi/4 and n*pi/4.

@@ -25,6 +25,7 @@
 #include "support/byte_docs.h"
 #include "support/cli.h"
 #include "support/html_checks.h"
+#include "support/skip.h"
 
 using namespace causal;
 using causal::testing::check_renders;
@@ -441,10 +442,7 @@ CATCH_TEST_CASE("report of a text run shows byte tokens in its heatmaps", "[e2e]
 
 CATCH_TEST_CASE("report pages render in headless Chromium", "[e2e][report]") {
   const std::string chromium = find_chromium();
-  if (chromium.empty()) {
-    CATCH_WARN("SKIPPED: chromium not installed");
-    return;
-  }
+  if (chromium.empty()) CAUSAL_SKIP_TEST("chromium not installed");
   const fs::path dir = fresh_dir("render");
   train_retrieval(dir / "retrieval", 60);
   const fs::path text = train_text(dir, 8);

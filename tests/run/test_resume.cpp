@@ -148,11 +148,7 @@ CATCH_TEST_CASE("resume is bit-exact for a text run under bf16 autocast", "[e2e]
 
 CATCH_TEST_CASE("resume is bit-exact on the test device (CAUSAL_TEST_DEVICE), with dropout and bf16 autocast",
                 "[e2e][resume][device]") {
-  const std::string skip = testing::device_skip_reason();  // the tests above are the CPU's
-  if (!skip.empty()) {
-    CATCH_WARN(skip);
-    return;
-  }
+  CAUSAL_SKIP_UNLESS_TEST_DEVICE();  // the tests above are the CPU's
   testing::ScratchDir scratch("resume_device");
   RunConfig retrieval = retrieval_config(0.1);
   retrieval.device = testing::test_device();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/environment.h"
+#include "support/skip.h"
 
 namespace causal::testing {
 
@@ -14,7 +15,15 @@ inline std::string test_device() { return environment_variable("CAUSAL_TEST_DEVI
 // when the test device is another one.
 inline std::string device_skip_reason() {
   if (test_device() != "cpu") return "";
-  return "SKIPPED: CAUSAL_TEST_DEVICE is cpu; set it to cuda on a machine with a GPU (tools/gpu-check)";
+  return "CAUSAL_TEST_DEVICE is cpu; set it to cuda on a machine with a GPU (tools/gpu-check)";
 }
 
 }  // namespace causal::testing
+
+// Skips the enclosing test case (CAUSAL_SKIP_TEST) when the test device is the CPU: a test that compares
+// the device with the CPU would compare the CPU with itself and pass whatever the device code does.
+#define CAUSAL_SKIP_UNLESS_TEST_DEVICE()                                                 \
+  do {                                                                                   \
+    const std::string causal_device_skip_reason = causal::testing::device_skip_reason(); \
+    if (!causal_device_skip_reason.empty()) CAUSAL_SKIP_TEST(causal_device_skip_reason); \
+  } while (false)

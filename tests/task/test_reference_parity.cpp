@@ -1,4 +1,4 @@
-// Independent check: tools/reference_model.py (our own float64 PyTorch implementation of the same
+// Independent check: tests/reference/reference_model.py (our own float64 PyTorch implementation of the same
 // architecture) reads model.safetensors + config.json and reproduces causal's logits and loss within the
 // float32 rounding bounds of tests/support/tolerance.h.
 #include <torch/torch.h>
@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "model/transformer.h"
 #include "support/cli.h"
+#include "support/skip.h"
 #include "support/tolerance.h"
 #include "task/objective.h"
 
@@ -64,7 +65,7 @@ Comparison compare_with_reference(const RunConfig& config, const fs::path& dir, 
                                                           {"logits", logits + shift * result.tol()},
                                                           {"loss", loss}});
   const std::string cmd = std::string("/usr/bin/python3 ") + CAUSAL_SOURCE_DIR +
-                          "/tools/reference_model.py --checkpoint " + dir.string() + " --batch " +
+                          "/tests/reference/reference_model.py --checkpoint " + dir.string() + " --batch " +
                           (dir / "batch.safetensors").string() + " --tol " +
                           nlohmann::json(result.tol()).dump() + " --json >" + (dir / "out.json").string();
   const int status = std::system(cmd.c_str());
@@ -82,10 +83,8 @@ RunConfig model_config(const std::string& json) {
 
 CATCH_TEST_CASE("reference: an independent PyTorch model reproduces causal's logits and loss",
                 "[e2e][parity][numerics]") {
-  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
-    CATCH_WARN("SKIPPED: /usr/bin/python3 cannot import torch (Debian python3-torch)");
-    return;
-  }
+  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
+    CAUSAL_SKIP_TEST("/usr/bin/python3 cannot import torch (Debian python3-torch)");
   const fs::path root = fs::temp_directory_path() / ("causal_parity_" + std::to_string(::getpid()));
   const std::vector<std::pair<std::string, std::string>> models = {
       {"gelu-layernorm-learned",

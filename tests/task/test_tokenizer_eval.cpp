@@ -14,6 +14,7 @@
 #include "data/text_encode.h"
 #include "data/token_file.h"
 #include "model/transformer.h"
+#include "support/sentencepiece.h"
 #include "support/tolerance.h"
 #include "task/text_eval.h"
 
@@ -24,10 +25,7 @@ namespace fs = std::filesystem;
 // bytes are those of the documents' text (not of the ids), so it compares tokenizers fairly.
 CATCH_TEST_CASE("bits per byte equals loss/ln2 x tokens/bytes by hand for a BPE file",
                 "[contract][text][numerics]") {
-  if (!sentencepiece_available()) {
-    CATCH_WARN("SentencePiece is unavailable in this build (sanitizers): skipped");
-    return;
-  }
+  CAUSAL_SKIP_WITHOUT_SENTENCEPIECE();
   const fs::path dir = fs::temp_directory_path() / ("causal_bpb_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);

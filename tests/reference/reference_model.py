@@ -3,11 +3,13 @@
 logits and loss that causal's C++ code computes (docs/model.md describes the architecture).
 
 Usage:
-  tools/reference_model.py --config CONFIG.json --weights model.safetensors --batch batch.safetensors
-  tools/reference_model.py --checkpoint DIR --batch batch.safetensors   (DIR/{config.json,model.safetensors})
+  tests/reference/reference_model.py --config CONFIG.json --weights model.safetensors --batch batch.safetensors
+  tests/reference/reference_model.py --checkpoint DIR --batch batch.safetensors   (DIR/{config.json,model.safetensors})
   options: --tol 1e-5 (max allowed |logit diff| and |loss diff|), --json (print a JSON object instead)
 
-The config is causal's (resolved) run config; only its "model" section is used. The weights file must hold
+The config is causal's resolved run config (a run folder's config.json, or `causal train --config F
+--print-config`), every field present and the derived ones filled in: defaults are causal's to apply, never
+this script's. Only its "model" section is used. The weights file must hold
 exactly the model's parameters (named as in docs/model.md). The batch file holds `tokens` (B,T,F) or (B,T)
 int64 and optionally `positions`, `segment_ids` (B,T) int64, `key_valid` (B,T) bool, `labels` (B,T) int64
 (-100 = ignored), and causal's results `logits` (B,T,V) and `loss` (mean cross-entropy over labels != -100).
@@ -31,15 +33,19 @@ IGNORE_LABEL = -100
 DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
           "BOOL": torch.bool}
-# Mirrors src/config/config.h (ModelConfig, RopeConfig); a missing key takes its default. The kernel and
-# autocast choices change how causal computes, not what: this reference always computes in float64.
-MODEL_DEFAULTS = {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259, "d_model": 128,
-                  "n_layers": 2, "n_heads": 4, "n_kv_heads": 0, "ffn": "gelu", "ffn_hidden": 0,
-                  "ffn_multiple_of": 8, "norm": "layernorm", "norm_eps": 1e-5, "position": "rope",
-                  "max_seq_len": 256, "rope": {}, "attention": "reference", "attention_block": 64,
-                  "autocast": "off", "qk_norm": False, "bias": True, "tie_embeddings": False, "dropout": 0.0, "init_std": 0.02}
-ROPE_DEFAULTS = {"theta": 10000.0, "pairing": "interleaved", "scaling": "none", "factor": 1.0,
-                 "original_max_seq_len": 0, "beta_fast": 32.0, "beta_slow": 1.0}
+# The fields of a resolved model section and their JSON types (src/config/config.h ModelConfig, RopeConfig):
+# each must be present, and a field this reference does not know is refused, since it might change the
+# forward pass. The kernel and autocast choices change how causal computes, not what: this reference always
+# computes in float64.
+MODEL_FIELDS = {"inputs": list, "output_vocab": int, "d_model": int, "n_layers": int, "n_heads": int,
+                "n_kv_heads": int, "ffn": str, "ffn_hidden": int, "ffn_multiple_of": int, "norm": str,
+                "norm_eps": float, "position": str, "max_seq_len": int, "rope": dict, "attention": str,
+                "attention_block": int, "autocast": str, "qk_norm": bool, "bias": bool, "tie_embeddings": bool,
+                "dropout": float, "init_std": float}
+ROPE_FIELDS = {"theta": float, "pairing": str, "scaling": str, "factor": float, "original_max_seq_len": int,
+               "beta_fast": float, "beta_slow": float}
+INPUT_FIELDS = {"name": str, "vocab": int}
+RESOLVED_HINT = "expected causal's resolved config (a run folder's config.json, or causal train --print-config)"
 ENUMS = {"ffn": ("gelu", "swiglu", "relu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
          "attention": ("reference", "sdpa", "flash"), "autocast": ("off", "bf16"), "pairing": ("interleaved", "halves"),
          "scaling": ("none", "linear", "ntk", "yarn")}
@@ -85,29 +91,30 @@ def read_safetensors(path):
     return tensors
 
 
-def merge_section(given, defaults, where):
-    """defaults overridden by `given`, checking key names, JSON types and enum spellings."""
+def read_section(given, fields, where):
+    """`given` checked against `fields`: every key present, none unknown, JSON types and enum spellings."""
     if not isinstance(given, dict):
         raise InputError(f"config: {where}: expected an object")
-    out = dict(defaults)
+    missing = [key for key in fields if key not in given]
+    if missing:
+        raise InputError(f"config: {where}: missing {', '.join(missing)}; {RESOLVED_HINT}")
     for key, value in given.items():
-        if key not in defaults:
+        if key not in fields:
             raise InputError(f"config: {where}.{key}: unknown key")
-        d = defaults[key]
-        if isinstance(d, bool) or isinstance(value, bool):
-            ok = isinstance(d, bool) and isinstance(value, bool)
+        kind = fields[key]
+        if kind is bool or isinstance(value, bool):
+            ok = kind is bool and isinstance(value, bool)
         else:  # float fields accept JSON integers; integer fields do not accept 3.0 (as causal's reader)
-            ok = isinstance(value, (int, float) if isinstance(d, float) else type(d))
+            ok = isinstance(value, (int, float) if kind is float else kind)
         if not ok:
-            raise InputError(f"config: {where}.{key}: expected a {type(d).__name__}, got {value!r}")
+            raise InputError(f"config: {where}.{key}: expected a {kind.__name__}, got {value!r}")
         if key in ENUMS and value not in ENUMS[key]:
             raise InputError(f"config: {where}.{key}: expected one of {'|'.join(ENUMS[key])}, got {value!r}")
-        out[key] = value
-    return out
+    return dict(given)
 
 
 def load_model_config(path):
-    """The resolved model section as a namespace (n_kv_heads/ffn_hidden 0 resolved as causal does)."""
+    """The resolved model section as a namespace."""
     try:
         with open(path) as f:
             top = json.load(f)
@@ -117,11 +124,11 @@ def load_model_config(path):
         raise InputError(f"{path}: not JSON ({e})")
     if not isinstance(top, dict):
         raise InputError(f"{path}: expected a JSON object")
-    m = SimpleNamespace(**merge_section(top.get("model", {}), MODEL_DEFAULTS, "model"))
-    m.rope = SimpleNamespace(**merge_section(m.rope, ROPE_DEFAULTS, "model.rope"))
+    m = SimpleNamespace(**read_section(top.get("model"), MODEL_FIELDS, "model"))
+    m.rope = SimpleNamespace(**read_section(m.rope, ROPE_FIELDS, "model.rope"))
     names = []
     for i, field in enumerate(m.inputs):
-        field = merge_section(field, {"name": "token", "vocab": 259}, f"model.inputs[{i}]")
+        field = read_section(field, INPUT_FIELDS, f"model.inputs[{i}]")
         if not field["name"] or "." in field["name"] or field["name"] in names or field["vocab"] < 1:
             raise InputError(f"config: model.inputs[{i}]: bad or duplicate field {field}")
         names.append(field["name"])
@@ -129,12 +136,10 @@ def load_model_config(path):
     if not m.inputs or min(m.d_model, m.n_layers, m.n_heads, m.output_vocab, m.max_seq_len) < 1:
         raise InputError("config: model: inputs, d_model, n_layers, n_heads, output_vocab, max_seq_len "
                          "must be >= 1")
-    m.n_kv_heads = m.n_kv_heads or m.n_heads
-    if m.ffn_hidden == 0:  # src/config/validate.cpp resolve()
-        step = m.ffn_multiple_of
-        swiglu = (8 * m.d_model + 3 * step - 1) // (3 * step) * step  # ceil(2/3 * 4d / step) * step
-        m.ffn_hidden = swiglu if m.ffn == "swiglu" else 4 * m.d_model
-    m.rope.original_max_seq_len = m.rope.original_max_seq_len or m.max_seq_len
+    # causal fills these in when it resolves a config (0 = derive): 0 here means it was not resolved.
+    if min(m.n_kv_heads, m.ffn_hidden, m.rope.original_max_seq_len) < 1:
+        raise InputError(f"config: model.n_kv_heads, ffn_hidden and rope.original_max_seq_len must be >= 1; "
+                         f"{RESOLVED_HINT}")
     if m.d_model % m.n_heads or m.n_heads % m.n_kv_heads:
         raise InputError(f"config: model: need n_kv_heads | n_heads | d_model, got {m.n_kv_heads}, "
                          f"{m.n_heads}, {m.d_model}")
