@@ -26,6 +26,8 @@ Command add_report_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
+Command add_import_command(CLI::App& app);
 
 // A whole number >= min. CLI11's PositiveNumber reads "Value 0 not in range 0.000000 to 1797...": this one
 // says "--top-k: expected an integer >= 0, got -3".

@@ -1,5 +1,6 @@
 // `causal train`: flags -> TrainRequest (or a forensics replay) -> the library.
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -47,8 +48,15 @@ int run_train(const TrainFlags& flags) {
     std::cout << format_replay(replay);
     return replay.outcome.finite ? kExitOk : kExitNumerical;
   }
-  if (flags.config.empty()) throw UsageError("train: --config is required (or --replay BUNDLE)");
-  const RunConfig config = load_config(flags.config, flags.overrides);
+  // A run folder made by `causal import` (or any run) carries its config: continuing it needs no file.
+  std::string config_file = flags.config;
+  if (config_file.empty() && !flags.request.run_dir.empty() &&
+      std::filesystem::exists(std::filesystem::path(flags.request.run_dir) / "config.json"))
+    config_file = (std::filesystem::path(flags.request.run_dir) / "config.json").string();
+  if (config_file.empty())
+    throw UsageError(
+        "train: --config is required (or --replay BUNDLE, or --run-dir of a run with config.json)");
+  const RunConfig config = load_config(config_file, flags.overrides);
   if (flags.print_config) {
     std::cout << config_to_string(config) << "\n";
     return kExitOk;
