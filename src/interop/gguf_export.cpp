@@ -21,7 +21,7 @@ uint32_t file_type(GgufTensorType dtype) {
   return dtype == GgufTensorType::kF32 ? 0 : dtype == GgufTensorType::kF16 ? 1 : 32;
 }
 
-void add_tokenizer(GgufFile& file, const Vocab& vocab, TargetArchitecture arch) {
+void add_tokenizer(GgufFile& file, const Vocab& vocab) {
   auto& md = file.metadata;
   const bool spm = vocab.kind != Vocab::Kind::kBytes;
   md.emplace_back("tokenizer.ggml.model", GgufValue::string(spm ? "llama" : "gpt2"));
@@ -50,7 +50,6 @@ void add_tokenizer(GgufFile& file, const Vocab& vocab, TargetArchitecture arch) 
     md.emplace_back("tokenizer.ggml.remove_extra_whitespaces",
                     GgufValue::boolean(vocab.remove_extra_whitespaces));
   }
-  (void)arch;
 }
 
 }  // namespace
@@ -61,8 +60,14 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
   if (!model.tokenizer)
     throw UsageError("[export] " + source +
                      ": the run has no tokenizer (tokenizer.json); GGUF needs its vocab");
-  const Vocab vocab = vocab_of(model.tokenizer->info, model.tokenizer->model_bytes);
-  if (static_cast<int64_t>(vocab.pieces.size()) != m.output_vocab)
+  // Ids imported from another trainer have no pieces to list: llama.cpp's vocab type "none" runs on ids.
+  const bool no_vocab = model.tokenizer->info.name == kImportedTokenizer;
+  if (no_vocab)
+    std::cerr
+        << "warning: [export] the run's ids come from another trainer (tokenizer \"imported\"): the GGUF "
+           "file gets no vocabulary (tokenizer.ggml.model \"none\"); llama.cpp runs it on token ids\n";
+  const Vocab vocab = no_vocab ? Vocab{} : vocab_of(model.tokenizer->info, model.tokenizer->model_bytes);
+  if (!no_vocab && static_cast<int64_t>(vocab.pieces.size()) != m.output_vocab)
     throw ConfigError(source, "model.output_vocab",
                       std::to_string(m.output_vocab) + ": the tokenizer has " +
                           std::to_string(vocab.pieces.size()) + " pieces; GGUF needs one per model id");
@@ -98,7 +103,11 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
   } else {
     md.emplace_back(a + ".attention.layer_norm_epsilon", GgufValue::f32(static_cast<float>(m.norm_eps)));
   }
-  add_tokenizer(file, vocab, arch);
+  if (no_vocab) {
+    md.emplace_back("tokenizer.ggml.model", GgufValue::string("none"));
+  } else {
+    add_tokenizer(file, vocab);
+  }
   md.emplace_back("causal.config", GgufValue::string(model.config.dump()));
 
   auto get = [&](const std::string& name) -> at::Tensor {

@@ -24,7 +24,7 @@ def log_probs_of_labels(logits, ids):
 def check_hf(hf_dir, docs, result):
     import torch
     from transformers import AutoModelForCausalLM
-    model = AutoModelForCausalLM.from_pretrained(hf_dir, torch_dtype=torch.float32, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32, attn_implementation="eager")
     model.eval()
     worst = 0.0
     with torch.no_grad():
@@ -36,7 +36,7 @@ def check_hf(hf_dir, docs, result):
     # The tokenizer files transformers loads: the same ids as causal (BOS, then the text's).
     try:
         from transformers import AutoTokenizer
-        tok = AutoTokenizer.from_pretrained(hf_dir, use_fast=None if docs.get("bytes") else False)
+        tok = AutoTokenizer.from_pretrained(hf_dir, use_fast=bool(docs.get("bytes")))
         mismatches = 0
         for text, doc in zip(docs["texts"], docs["docs"]):
             if tok(text)["input_ids"] != doc[:-1]:
@@ -48,9 +48,8 @@ def check_hf(hf_dir, docs, result):
 
 def check_gguf(path, docs, result):
     from llama_cpp import Llama
-    n_ctx = max(len(d) for d in docs["docs"]) + 64
-    # f32 weights (the export) and an f32 KV cache; logits for every position.
-    llm = Llama(model_path=path, n_ctx=max(n_ctx, 256), n_batch=512, n_threads=2, logits_all=True,
+    # f32 weights (the export) and an f32 KV cache; logits for every position; the model's own context.
+    llm = Llama(model_path=path, n_ctx=0, n_batch=512, n_threads=2, logits_all=True,
                 type_k=0, type_v=0, flash_attn=False, verbose=False)
     worst, nll, count = 0.0, 0.0, 0
     for doc, expected in zip(docs["docs"], docs["logprobs"]):
@@ -79,7 +78,7 @@ def check_gguf(path, docs, result):
     generated = []
     for _ in range(40):
         row = llm.scores[llm.n_tokens - 1]
-        nxt = int(max(range(len(row)), key=lambda i: row[i]))
+        nxt = int(row.argmax())
         if nxt == llm.token_eos():
             break
         generated.append(nxt)

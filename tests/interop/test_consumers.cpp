@@ -5,7 +5,7 @@
 // (tools/setup.sh: ensure_interop_python) the test prints SKIPPED.
 #include <torch/torch.h>
 
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -106,7 +106,8 @@ struct Case {
 
 }  // namespace
 
-TEST_CASE("interop: transformers and llama.cpp compute what causal computes", "[.][interop-consumers]") {
+CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal computes",
+                "[.][interop-consumers]") {
   const fs::path root = scratch("interop_consumers");
   fs::create_directories(root);
   if (python("probe", root / "probe.log") != 0) {
@@ -118,7 +119,7 @@ TEST_CASE("interop: transformers and llama.cpp compute what causal computes", "[
   const fs::path held_bpe = encode(root, "data/brown-sample.bpe.model", "held-bpe");
   const std::string tiny =
       "--set model.d_model=64 --set model.n_layers=2 --set model.n_heads=4 --set model.dropout=0 "
-      "--set train.steps=40 --set train.batch_size=8 --set train.eval_every=0 ";
+      "--set train.steps=40 --set train.schedule.warmup_steps=5 --set train.batch_size=8 --set train.eval_every=0 ";
   const std::string llama =
       "--set model.ffn=swiglu --set model.norm=rmsnorm --set model.position=rope --set model.bias=false ";
   const std::string bpe =

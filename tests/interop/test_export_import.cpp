@@ -3,7 +3,7 @@
 // whatever a format cannot express is refused with exit 2 naming the field, before anything is written.
 #include <torch/torch.h>
 
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "io/safetensors.h"
@@ -16,7 +16,7 @@ namespace {
 
 const std::string kTiny =
     "--set model.d_model=32 --set model.n_layers=2 --set model.n_heads=4 --set model.max_seq_len=64 "
-    "--set data.seq_len=64 --set train.batch_size=4 --set train.steps=2 --set model.dropout=0 ";
+    "--set data.seq_len=64 --set train.batch_size=4 --set train.steps=2 --set train.schedule.warmup_steps=0 --set model.dropout=0 ";
 const std::string kLlama =
     "--set model.ffn=swiglu --set model.norm=rmsnorm --set model.position=rope --set model.bias=false ";
 const std::string kGpt2 =
@@ -73,7 +73,7 @@ void round_trip(const fs::path& root, const std::string& name, const std::string
 
 }  // namespace
 
-TEST_CASE("export: GGUF and HF exports import back bit-exact in f32", "[e2e][interop]") {
+CATCH_TEST_CASE("export: GGUF and HF exports import back bit-exact in f32", "[e2e][interop]") {
   const fs::path root = scratch("interop_roundtrip");
   const std::string bytes =
       "--set data.train=data/brown-sample.train.tok --set data.val=data/brown-sample.val.tok ";
@@ -94,7 +94,8 @@ TEST_CASE("export: GGUF and HF exports import back bit-exact in f32", "[e2e][int
   fs::remove_all(root);
 }
 
-TEST_CASE("export: what a format cannot express is refused with exit 2, naming the field", "[e2e][interop]") {
+CATCH_TEST_CASE("export: what a format cannot express is refused with exit 2, naming the field",
+                "[e2e][interop]") {
   const fs::path root = scratch("interop_refusals");
   struct Case {
     std::string name, sets, field, config = "configs/text-small.json";
@@ -130,7 +131,7 @@ TEST_CASE("export: what a format cannot express is refused with exit 2, naming t
   fs::remove_all(root);
 }
 
-TEST_CASE("import: unknown architectures and missing keys are refused with exit 2", "[e2e][interop]") {
+CATCH_TEST_CASE("import: unknown architectures and missing keys are refused with exit 2", "[e2e][interop]") {
   const fs::path root = scratch("interop_import_refusals");
   fs::create_directories(root / "mamba");
   std::ofstream(root / "mamba" / "config.json") << R"({"model_type": "mamba"})";

@@ -1,5 +1,5 @@
 // The GGUF container on its own: what is written reads back the same, and bad files are refused by name.
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
@@ -34,7 +34,7 @@ GgufFile sample() {
 
 }  // namespace
 
-TEST_CASE("gguf: a file reads back to the same metadata and tensors", "[unit][interop]") {
+CATCH_TEST_CASE("gguf: a file reads back to the same metadata and tensors", "[unit][interop]") {
   ScratchDir dir("gguf_roundtrip");
   const std::string path = (dir.path / "m.gguf").string();
   const GgufFile written = sample();
@@ -64,7 +64,8 @@ TEST_CASE("gguf: a file reads back to the same metadata and tensors", "[unit][in
   CATCH_CHECK(std::filesystem::file_size(path) % 32 == 0);
 }
 
-TEST_CASE("gguf: quantized tensors, other versions and truncated files are refused", "[unit][interop]") {
+CATCH_TEST_CASE("gguf: quantized tensors, other versions and truncated files are refused",
+                "[unit][interop]") {
   ScratchDir dir("gguf_refusals");
   const std::string path = (dir.path / "m.gguf").string();
   write_gguf(path, sample());

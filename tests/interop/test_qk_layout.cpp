@@ -2,15 +2,15 @@
 // rows computes what the same model does with interleaved pairing (the claim GGUF and HF export rest on).
 #include <torch/torch.h>
 
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 
 #include "interop/qk_layout.h"
 #include "model/transformer.h"
 
 using namespace causal;
 
-TEST_CASE("qk layout: halves_to_interleaved moves row i+dk/2 next to row i and inverts exactly",
-          "[unit][interop]") {
+CATCH_TEST_CASE("qk layout: halves_to_interleaved moves row i+dk/2 next to row i and inverts exactly",
+                "[unit][interop]") {
   const int64_t heads = 3, dk = 8, d = 5;
   const torch::Tensor w = torch::arange(heads * dk * d, torch::kFloat).reshape({heads * dk, d});
   const torch::Tensor p = halves_to_interleaved(w, heads);
@@ -25,8 +25,8 @@ TEST_CASE("qk layout: halves_to_interleaved moves row i+dk/2 next to row i and i
   CATCH_CHECK(torch::equal(interleaved_to_halves(halves_to_interleaved(bias, heads), heads), bias));
 }
 
-TEST_CASE("qk layout: a halves model equals the interleaved model with permuted q/k rows (GQA)",
-          "[unit][interop]") {
+CATCH_TEST_CASE("qk layout: a halves model equals the interleaved model with permuted q/k rows (GQA)",
+                "[unit][interop]") {
   ModelConfig m;
   m.inputs = {InputField{"token", 50}};
   m.output_vocab = 50;
