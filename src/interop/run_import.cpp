@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -21,9 +22,11 @@ namespace causal {
 namespace fs = std::filesystem;
 namespace {
 
-nlohmann::json base_config(const ImportRequest& request) {
+nlohmann::json base_config(const ImportRequest& request, const ModelConfig& model) {
+  // Rows no longer than the model's context (a GGUF or HF model may have less than the default 256).
   if (request.config.empty())
-    return {{"name", fs::path(request.out).filename().string()}, {"data", {{"kind", "text"}}}};
+    return {{"name", fs::path(request.out).filename().string()},
+            {"data", {{"kind", "text"}, {"seq_len", std::min<int64_t>(256, model.max_seq_len)}}}};
   std::ifstream in(request.config);
   if (!in) throw ConfigError(request.config, "", "cannot open the config file");
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, false, /*ignore_comments=*/true);
@@ -74,7 +77,7 @@ void check_vocab(const InteropModel& imported, const Task& task, const std::stri
 }  // namespace
 
 std::string import_run(const InteropModel& imported, const std::string& input, const ImportRequest& request) {
-  nlohmann::json json = base_config(request);
+  nlohmann::json json = base_config(request, imported.model);
   RunConfig with_model;
   with_model.model = imported.model;
   json["model"] = config_to_json(with_model).at("model");
@@ -85,7 +88,8 @@ std::string import_run(const InteropModel& imported, const std::string& input, c
         "import: the run needs its text data (a checkpoint records the training data's identity): "
         "--set data.train=TRAIN.tok --set data.val=VAL.tok, or --config with a text data section");
   const nlohmann::json config_json = config_to_json(config);
-  if (config_json.at("model") != config_to_json(parse_config_text(json.dump(), source, {})).at("model"))
+  if (config_json.at("model") !=
+      config_to_json(parse_config_text(json.dump(), source, {}, ConfigScope::kModel)).at("model"))
     throw UsageError("import: --set may not change model fields: the imported weights fix them");
 
   const c10::Device cpu(c10::kCPU);

@@ -56,7 +56,7 @@ fs::path encode(const fs::path& root, const std::string& tokenizer, const std::s
 // Causal's per-token log-probabilities of every held-out document (float64 log-softmax of its float32
 // logits).
 nlohmann::json causal_docs(const fs::path& run, const fs::path& held) {
-  const CheckpointModel loaded = load_checkpoint_model(run.string(), "", {});
+  CheckpointModel loaded = load_checkpoint_model(run.string(), "", {});
   const TokenFile file(held.string());
   nlohmann::json docs = {{"docs", nlohmann::json::array()},
                          {"logprobs", nlohmann::json::array()},
@@ -119,7 +119,8 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
   const fs::path held_bpe = encode(root, "data/brown-sample.bpe.model", "held-bpe");
   const std::string tiny =
       "--set model.d_model=64 --set model.n_layers=2 --set model.n_heads=4 --set model.dropout=0 "
-      "--set train.steps=40 --set train.schedule.warmup_steps=5 --set train.batch_size=8 --set train.eval_every=0 ";
+      "--set train.steps=40 --set train.schedule.warmup_steps=5 --set train.batch_size=8 --set "
+      "train.eval_every=0 ";
   const std::string llama =
       "--set model.ffn=swiglu --set model.norm=rmsnorm --set model.position=rope --set model.bias=false ";
   const std::string bpe =
