@@ -119,7 +119,7 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
   const fs::path held_bpe = encode(root, "data/brown-sample.bpe.model", "held-bpe");
   const std::string tiny =
       "--set model.d_model=64 --set model.n_layers=2 --set model.n_heads=4 --set model.dropout=0 "
-      "--set train.steps=40 --set train.schedule.warmup_steps=5 --set train.batch_size=8 --set "
+      "--set train.steps=200 --set train.schedule.warmup_steps=20 --set train.batch_size=8 --set "
       "train.eval_every=0 ";
   const std::string llama =
       "--set model.ffn=swiglu --set model.norm=rmsnorm --set model.position=rope --set model.bias=false ";
