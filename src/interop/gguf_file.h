@@ -1,5 +1,6 @@
 // The GGUF v3 container (llama.cpp's model file): typed key/value metadata and named tensors, read and
-// written by our own code (format: ggml's docs/gguf.md). Knows nothing about any architecture.
+// written by our own code (format: the ggml repository's gguf specification). Knows nothing about any
+// architecture.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/errors.h"
 #include "interop/export_source.h"
@@ -210,9 +211,16 @@ nlohmann::json byte_level_tokenizer(const Vocab& vocab) {
         {"merges", nlohmann::json::array()}}}};
 }
 
-void write_tokenizer(const fs::path& dir, const InteropModel& model) {
-  if (!model.tokenizer) return;
-  const Vocab vocab = vocab_of(model.tokenizer->info, model.tokenizer->model_bytes);
+// The run's vocab, when it has one to write (ids from another trainer have none). Read before any weight is
+// written, so a tokenizer that cannot be exported stops the export early.
+std::optional<Vocab> exported_vocab(const InteropModel& model) {
+  if (!model.tokenizer || model.tokenizer->info.name == kImportedTokenizer) return std::nullopt;
+  return vocab_of(model.tokenizer->info, model.tokenizer->model_bytes);
+}
+
+void write_tokenizer(const fs::path& dir, const InteropModel& model, const std::optional<Vocab>& exported) {
+  if (!exported) return;
+  const Vocab& vocab = *exported;
   auto piece = [&](int64_t id) -> nlohmann::json {
     return id >= 0 ? nlohmann::json(vocab.pieces[static_cast<size_t>(id)]) : nlohmann::json(nullptr);
   };
@@ -248,6 +256,7 @@ void write_tokenizer(const fs::path& dir, const InteropModel& model) {
 void export_hf(const InteropModel& model, GgufTensorType dtype, const std::string& out,
                const std::string& source) {
   const TargetArchitecture arch = check_exportable(model.model, "hf", source);
+  const std::optional<Vocab> vocab = exported_vocab(model);
   const fs::path target = fs::absolute(out);
   if (fs::exists(target))
     throw UsageError("--out " + out +
@@ -274,7 +283,7 @@ void export_hf(const InteropModel& model, GgufTensorType dtype, const std::strin
     nlohmann::json generation = special_ids(model);
     generation["do_sample"] = false;
     write_file_synced(tmp / "generation_config.json", generation.dump(2) + "\n");
-    write_tokenizer(tmp, model);
+    write_tokenizer(tmp, model, vocab);
     fsync_path(tmp);
     fs::rename(tmp, target);
     fsync_path(target.parent_path());
