@@ -34,7 +34,7 @@ int run_export(const ExportFlags& flags) {
   const GgufTensorType dtype = parse_export_dtype(flags.dtype);
   const auto start = std::chrono::steady_clock::now();
   const InteropModel model = load_export_source(run_dir, flags.checkpoint);
-  const std::string source = run_dir + " config.json";
+  const std::string& source = model.origin;
   if (flags.format == "gguf") {
     export_gguf(model, dtype, flags.out, source);
   } else {

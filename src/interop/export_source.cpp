@@ -32,6 +32,7 @@ InteropModel load_export_source(const std::string& run_dir, const std::string& r
   InteropModel out;
   out.model = loaded.config.model;
   out.config = config_to_json(loaded.config);
+  out.origin = (loaded.checkpoint.dir / "config.json").string();
   torch::NoGradGuard no_grad;
   for (const auto& item : loaded.model->named_parameters())
     out.tensors[item.key()] = item.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();

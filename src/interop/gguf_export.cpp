@@ -76,6 +76,11 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
                  "pieces by score, which can split some text differently from SentencePiece's unigram "
                  "search; the weights are exact, tokenization may differ\n";
 
+  if (arch == TargetArchitecture::kGpt2)
+    std::cerr
+        << "warning: [export] llama.cpp's gpt2 graph computes GELU through a float16 table of the tanh "
+           "approximation, not causal's exact GELU: its log-probabilities differ from causal's by up to "
+           "~1e-3 on trained models (docs/export.md); the HF export is exact\n";
   GgufFile file;
   auto& md = file.metadata;
   const std::string a = arch == TargetArchitecture::kLlama ? "llama" : "gpt2";

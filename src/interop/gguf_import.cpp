@@ -64,6 +64,12 @@ InteropModel model_from_gguf(const GgufFile& file, const std::string& path) {
   m.inputs = {InputField{"token", embed->shape[0]}};
   m.output_vocab = embed->shape[0];
   m.tie_embeddings = file.tensor("output.weight") == nullptr;
+  const std::string key_length = arch + ".attention.key_length";
+  if (keys.has(key_length) && keys.integer(key_length) * m.n_heads != m.d_model)
+    throw ConfigError(path, key_length,
+                      std::to_string(keys.integer(key_length)) +
+                          ": causal's head dim is embedding_length / head_count (" +
+                          std::to_string(m.d_model / m.n_heads) + ")");
   if (llama) {
     m.norm = NormKind::kRmsNorm;
     m.ffn = FfnKind::kSwiglu;

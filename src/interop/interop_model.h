@@ -25,6 +25,7 @@ struct InteropModel {
   nlohmann::json config;                      // the whole resolved run config, or null when imported
   std::map<std::string, at::Tensor> tensors;  // causal parameter names -> float32 CPU tensors
   std::optional<InteropTokenizer> tokenizer;  // export: absent for ids from another trainer
+  std::string origin;                         // export: the checkpoint's config.json (named in errors)
   std::vector<std::string> vocab_pieces;      // import: the file's vocab, id -> piece (empty: none in it)
 };
 

@@ -46,12 +46,51 @@ def check_hf(hf_dir, docs, result):
         result["hf_tokenizer_error"] = f"{type(e).__name__}: {e}"
 
 
-def check_gguf(path, docs, result):
+class GgmlGelu:
+    """GELU as llama.cpp's CPU backend computes it for gpt2 (ggml_vec_gelu_f32 with GGML_GELU_FP16): the input
+    rounded to float16, looked up in a float16 table of the tanh approximation; |x| >= 10 passes through."""
+
+    def __new__(cls):
+        import torch
+
+        class Module(torch.nn.Module):
+            def forward(self, x):
+                h = x.half().float()
+                c = math.sqrt(2.0 / math.pi)
+                y = (0.5 * h * (1.0 + torch.tanh(c * h * (1.0 + 0.044715 * h * h)))).half().float()
+                y = torch.where(x >= 10.0, x, y)
+                return torch.where(x <= -10.0, torch.zeros_like(x), y)
+
+        return Module()
+
+
+def check_ggml_gelu_oracle(hf_dir, docs, llama_logprobs, result):
+    """transformers running the HF export with llama.cpp's GELU: what llama.cpp computes if the GGUF file holds
+    the right weights in the right layout, so its per-token comparison stays strict."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32, attn_implementation="eager")
+    for block in model.transformer.h:
+        block.mlp.act = GgmlGelu()
+    model.eval()
+    worst, nll, count = 0.0, 0.0, 0
+    with torch.no_grad():
+        for doc, got in zip(docs["docs"], llama_logprobs):
+            logits = model(torch.tensor([doc[:-1]])).logits[0]
+            oracle = log_probs_of_labels(logits.numpy(), doc)
+            worst = max(worst, max(abs(a - b) for a, b in zip(oracle, got)))
+            nll -= sum(oracle)
+            count += len(oracle)
+    result["llama_vs_ggml_gelu_oracle_max_abs_logprob_diff"] = worst
+    result["ggml_gelu_oracle_mean_nll"] = nll / count
+
+
+def check_gguf(path, docs, result, hf_dir=None):
     from llama_cpp import Llama
     # f32 weights (the export) and an f32 KV cache; logits for every position; the model's own context.
     llm = Llama(model_path=path, n_ctx=0, n_batch=512, n_threads=2, logits_all=True,
                 type_k=0, type_v=0, flash_attn=False, verbose=False)
-    worst, nll, count = 0.0, 0.0, 0
+    worst, nll, count, all_logprobs = 0.0, 0.0, 0, []
     for doc, expected in zip(docs["docs"], docs["logprobs"]):
         llm.reset()
         llm.eval(doc[:-1])
@@ -59,6 +98,9 @@ def check_gguf(path, docs, result):
         worst = max(worst, max(abs(a - b) for a, b in zip(got, expected)))
         nll -= sum(got)
         count += len(got)
+        all_logprobs.append(got)
+    if hf_dir and llm.metadata.get("general.architecture") == "gpt2":
+        check_ggml_gelu_oracle(hf_dir, docs, all_logprobs, result)
     result["llama_max_abs_logprob_diff"] = worst
     result["llama_mean_nll"] = nll / count
     result["llama_tokens"] = count
@@ -148,7 +190,7 @@ def main():
     if args.hf:
         check_hf(args.hf, docs, result)
     if args.gguf:
-        check_gguf(args.gguf, docs, result)
+        check_gguf(args.gguf, docs, result, args.hf)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     return 0

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 
 #include "data/token_file.h"
@@ -115,6 +116,7 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
               << "); install them with: bash -c 'source tools/setup.sh && ensure_interop_python'\n";
     return;
   }
+  std::cout << std::setprecision(10);
   const fs::path held_bytes = encode(root, "bytes", "held-bytes");
   const fs::path held_bpe = encode(root, "data/brown-sample.bpe.model", "held-bpe");
   const std::string tiny =
@@ -169,8 +171,19 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
     std::cout << "interop " << c.name << ": " << result.dump() << "\ninterop " << c.name
               << ": causal eval loss " << loss << ", causal greedy " << hex(continuation) << "\n";
     CATCH_CHECK(result["hf_max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
-    CATCH_CHECK(result["llama_max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
-    CATCH_CHECK(std::abs(result["llama_mean_nll"].get<double>() - loss) <= kLossTolerance);
+    if (c.name.rfind("gpt2", 0) == 0) {
+      // llama.cpp's gpt2 graph computes GELU through a float16 table of the tanh approximation (ggml's
+      // GGML_GELU_FP16), not causal's exact GELU, so it is compared, as strictly, with transformers running
+      // that same GELU on the export (the weights and layout are what is checked); its difference to
+      // causal is printed above and documented in docs/export.md.
+      CATCH_CHECK(result["llama_vs_ggml_gelu_oracle_max_abs_logprob_diff"].get<double>() <=
+                  kLogprobTolerance);
+      CATCH_CHECK(std::abs(result["llama_mean_nll"].get<double>() -
+                           result["ggml_gelu_oracle_mean_nll"].get<double>()) <= kLossTolerance);
+    } else {
+      CATCH_CHECK(result["llama_max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
+      CATCH_CHECK(std::abs(result["llama_mean_nll"].get<double>() - loss) <= kLossTolerance);
+    }
     CATCH_CHECK(result["llama_greedy_hex"].get<std::string>() == hex(continuation));
     CATCH_CHECK(result["llama_tokenizer_mismatches"].get<int>() == 0);
     CATCH_CHECK(result.value("hf_tokenizer_mismatches", -1) == 0);
