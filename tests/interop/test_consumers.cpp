@@ -182,8 +182,9 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
                            result["ggml_gelu_oracle_mean_nll"].get<double>()) <= kLossTolerance);
     } else {
       CATCH_CHECK(result["llama_max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
-      CATCH_CHECK(std::abs(result["llama_mean_nll"].get<double>() - loss) <= kLossTolerance);
     }
+    // The mean over the documents: within tolerance for every model (gpt2's GELU differences average out).
+    CATCH_CHECK(std::abs(result["llama_mean_nll"].get<double>() - loss) <= kLossTolerance);
     CATCH_CHECK(result["llama_greedy_hex"].get<std::string>() == hex(continuation));
     CATCH_CHECK(result["llama_tokenizer_mismatches"].get<int>() == 0);
     CATCH_CHECK(result.value("hf_tokenizer_mismatches", -1) == 0);
