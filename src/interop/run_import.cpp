@@ -25,7 +25,8 @@ namespace {
 nlohmann::json base_config(const ImportRequest& request, const ModelConfig& model) {
   // Rows no longer than the model's context (a GGUF or HF model may have less than the default 256).
   if (request.config.empty())
-    return {{"name", fs::path(request.out).filename().string()},
+    // The run is named after its folder ("runs/x/" too: a trailing slash names no file).
+    return {{"name", fs::path(request.out + "/").lexically_normal().parent_path().filename().string()},
             {"data", {{"kind", "text"}, {"seq_len", std::min<int64_t>(256, model.max_seq_len)}}}};
   std::ifstream in(request.config);
   if (!in) throw ConfigError(request.config, "", "cannot open the config file");
