@@ -179,3 +179,46 @@ prepare_bundled_data() {
       --out "$out.bpe.train.tok" --val-out "$out.bpe.val.tok" "${split[@]}" >/dev/null 2>&1
   fi
 }
+
+# Test-only Python packages for the interop checks (tests/interop, label interop): transformers, which must
+# import the pinned torch wheel above rather than bring its own, and llama-cpp-python, compiled once per
+# machine from PyPI's source distribution (CPU only; llama.cpp takes about 10 minutes on 2 cores). The
+# product never needs them. Each goes to a temporary folder first, so an interrupted install leaves nothing.
+causal_interop_home="${CAUSAL_INTEROP_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/causal/interop-py3.11}"
+causal_interop_site="$causal_interop_home/site"
+causal_interop_packages=("transformers==4.57.1" "sentencepiece==0.2.1" "protobuf<6" "gguf==0.17.1")
+causal_llama_cpp_python="llama-cpp-python==0.3.16"
+
+# The PYTHONPATH under which /usr/bin/python3 sees the interop packages and the pinned torch.
+causal_interop_pythonpath() { echo "$causal_interop_site:$causal_torch_site"; }
+
+ensure_interop_python() {
+  ensure_torch
+  local pip=(/usr/bin/python3 -m pip install --no-cache-dir --progress-bar on --disable-pip-version-check
+    --root-user-action=ignore)
+  if [ ! -f "$causal_interop_home/transformers.ok" ]; then
+    echo "[setup] interop: installing ${causal_interop_packages[*]} into $causal_interop_site" >&2
+    rm -rf "$causal_interop_home/py.partial"
+    # torch and numpy come from the torch wheel's folder; pip sees it through PYTHONPATH and keeps it.
+    PYTHONPATH="$causal_torch_site" "${pip[@]}" --target "$causal_interop_home/py.partial" \
+      "${causal_interop_packages[@]}" >&2
+    rm -rf "$causal_interop_home/py.partial"/{torch,numpy,numpy.libs,numpy-*} "$causal_interop_home/py.partial/bin"
+    mkdir -p "$causal_interop_site"
+    cp -a "$causal_interop_home/py.partial/." "$causal_interop_site/"
+    rm -rf "$causal_interop_home/py.partial"
+    touch "$causal_interop_home/transformers.ok"
+  fi
+  if [ ! -f "$causal_interop_home/llama_cpp.ok" ]; then
+    echo "[setup] interop: building $causal_llama_cpp_python from source (CPU only, about 10 minutes on" \
+      "2 cores; the compiler's progress follows)" >&2
+    rm -rf "$causal_interop_home/llama.partial"
+    CMAKE_ARGS="-DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF -DGGML_NATIVE=ON -DLLAMA_CURL=OFF" \
+      CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" PYTHONPATH="$causal_torch_site" \
+      "${pip[@]}" -v --no-deps --target "$causal_interop_home/llama.partial" "$causal_llama_cpp_python" \
+      diskcache >&2
+    mkdir -p "$causal_interop_site"
+    cp -a "$causal_interop_home/llama.partial/." "$causal_interop_site/"
+    rm -rf "$causal_interop_home/llama.partial"
+    touch "$causal_interop_home/llama_cpp.ok"
+  fi
+}

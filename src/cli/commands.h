@@ -24,5 +24,7 @@ Command add_report_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
+Command add_import_command(CLI::App& app);
 
 }  // namespace causal::cli

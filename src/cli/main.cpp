@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
       causal::cli::add_train_command(app),  causal::cli::add_inspect_command(app),
       causal::cli::add_eval_command(app),   causal::cli::add_generate_command(app),
       causal::cli::add_report_command(app), causal::cli::add_data_command(app),
-      causal::cli::add_bench_command(app),  causal::cli::add_sweep_command(app)};
+      causal::cli::add_bench_command(app),  causal::cli::add_sweep_command(app),
+      causal::cli::add_export_command(app), causal::cli::add_import_command(app)};
 
   // CLI11 reports an unknown command only as "A subcommand is required": name it and the commands.
   if (argc > 1 && argv[1][0] != '-') {

@@ -1,5 +1,6 @@
 // `causal train`: flags -> TrainRequest (or a forensics replay) -> the library.
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -10,6 +11,7 @@
 #include "core/errors.h"
 #include "data/token_file.h"
 #include "dist/launcher.h"
+#include "io/run_files.h"
 #include "run/train_run.h"
 #include "train/replay.h"
 
@@ -32,8 +34,14 @@ int run_train(const TrainFlags& flags) {
     std::cout << format_replay(replay);
     return replay.outcome.finite ? kExitOk : kExitNumerical;
   }
-  if (flags.config.empty()) throw UsageError("train: --config is required (or --replay BUNDLE)");
-  const RunConfig config = load_config(flags.config, flags.overrides, ConfigScope::kRun, train_vocab_size);
+  // A run folder made by `causal import` (or any run) carries its config: continuing it needs no file.
+  std::string config_file = flags.config;
+  const std::filesystem::path stored = std::filesystem::path(flags.request.start.run_dir) / run_files::kConfig;
+  if (config_file.empty() && !flags.request.start.run_dir.empty() && std::filesystem::exists(stored))
+    config_file = stored.string();
+  if (config_file.empty())
+    throw UsageError("train: --config is required (or --replay BUNDLE, or --run-dir of a run with config.json)");
+  const RunConfig config = load_config(config_file, flags.overrides, ConfigScope::kRun, train_vocab_size);
   if (flags.print_config) {
     std::cout << config_to_string(config) << "\n";
     return kExitOk;

@@ -1,0 +1,77 @@
+// `causal export`: a verified checkpoint -> a GGUF file (llama.cpp) or an HF folder (transformers).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "interop/export_source.h"
+#include "interop/gguf_export.h"
+#include "interop/hf_export.h"
+#include "interop/tensor_bytes.h"
+
+namespace causal::cli {
+namespace {
+
+struct ExportFlags {
+  std::string run_dir;
+  std::string checkpoint;
+  std::string format;
+  std::string out;
+  std::string dtype = "f32";
+};
+
+int run_export(const ExportFlags& flags) {
+  namespace fs = std::filesystem;
+  if (flags.run_dir.empty() && flags.checkpoint.empty())
+    throw UsageError("export: --run RUN or --checkpoint DIR is required");
+  std::string run_dir = flags.run_dir;
+  // A checkpoint directory alone: its run folder is the one holding checkpoints/.
+  if (run_dir.empty())
+    run_dir = fs::absolute(flags.checkpoint).lexically_normal().parent_path().parent_path().string();
+  const GgufTensorType dtype = parse_export_dtype(flags.dtype);
+  const auto start = std::chrono::steady_clock::now();
+  const InteropModel model = load_export_source(run_dir, flags.checkpoint);
+  const std::string& source = model.origin;
+  if (flags.format == "gguf") {
+    export_gguf(model, dtype, flags.out, source);
+  } else {
+    export_hf(model, dtype, flags.out, source);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  uintmax_t bytes = 0;
+  if (fs::is_directory(flags.out)) {
+    for (const auto& entry : fs::recursive_directory_iterator(flags.out))
+      if (entry.is_regular_file()) bytes += entry.file_size();
+  } else {
+    bytes = fs::file_size(flags.out);
+  }
+  std::cout << "wrote " << flags.out << " (" << flags.format << ", " << flags.dtype << ", " << bytes
+            << " bytes) in " << seconds << " s\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_export_command(CLI::App& app) {
+  auto flags = std::make_shared<ExportFlags>();
+  CLI::App* command = app.add_subcommand(
+      "export",
+      "Write a checkpoint as a GGUF file for llama.cpp or an HF folder for transformers (docs/export.md). "
+      "The manifest is verified first; the output appears whole or not at all; what the target cannot "
+      "express exactly is refused (exit 2).");
+  command->add_option("--run", flags->run_dir, "Run folder (default checkpoint: its newest valid one)");
+  command->add_option("--checkpoint", flags->checkpoint, "Step number (with --run) or checkpoint directory");
+  command->add_option("--format", flags->format, "gguf (llama.cpp) or hf (transformers)")
+      ->required()
+      ->check(CLI::IsMember({"gguf", "hf"}));
+  command->add_option("--out", flags->out, "GGUF file, or the HF folder to create")->required();
+  command->add_option("--dtype", flags->dtype, "Weight precision: f32, f16 or bf16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  return {command, [flags] { return run_export(*flags); }};
+}
+
+}  // namespace causal::cli

@@ -1,0 +1,52 @@
+// `causal import`: a GGUF file or an HF folder -> a run folder with a step-0 checkpoint.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "interop/gguf_import.h"
+#include "interop/hf_import.h"
+#include "interop/run_import.h"
+
+namespace causal::cli {
+namespace {
+
+struct ImportFlags {
+  std::string format;
+  std::string input;
+  ImportRequest request;
+};
+
+int run_import(const ImportFlags& flags) {
+  const InteropModel model = flags.format == "gguf" ? import_gguf(flags.input) : import_hf(flags.input);
+  const std::string checkpoint = import_run(model, flags.input, flags.request);
+  std::cout << "imported " << flags.input << " into " << flags.request.out << " (checkpoint " << checkpoint
+            << "); continue with: causal train --run-dir " << flags.request.out
+            << " --resume auto --set train.steps=N\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_import_command(CLI::App& app) {
+  auto flags = std::make_shared<ImportFlags>();
+  CLI::App* command = app.add_subcommand(
+      "import",
+      "Build a run folder from a GGUF file (F32/F16/BF16, llama or gpt2) or an HF folder (LlamaForCausalLM "
+      "or "
+      "GPT2LMHeadModel): config.json, the tokenizer and a step-0 checkpoint that train --resume, eval and "
+      "generate use (docs/export.md). The text data must be named (--set data.train=... data.val=...)");
+  command->add_option("--format", flags->format, "gguf or hf")
+      ->required()
+      ->check(CLI::IsMember({"gguf", "hf"}));
+  command->add_option("--input", flags->input, "GGUF file or HF folder")->required();
+  command->add_option("--out", flags->request.out, "Run folder to create (empty or absent)")->required();
+  command->add_option(
+      "--config", flags->request.config,
+      "Base config for everything but the model (data, train, seed, name); default: text data");
+  command->add_option("--set", flags->request.overrides, kSetHelp);
+  return {command, [flags] { return run_import(*flags); }};
+}
+
+}  // namespace causal::cli

@@ -1,0 +1,186 @@
+// GGUF writing: llama.cpp's key and tensor names (gguf-py's constants) for the llama and gpt2 graphs.
+#include "interop/gguf_export.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "config/config_io.h"
+#include "core/errors.h"
+#include "interop/export_source.h"
+#include "interop/qk_layout.h"
+#include "interop/tensor_bytes.h"
+#include "interop/vocab.h"
+
+namespace causal {
+namespace {
+
+uint32_t file_type(GgufTensorType dtype) {
+  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32.
+  return dtype == GgufTensorType::kF32 ? 0 : dtype == GgufTensorType::kF16 ? 1 : 32;
+}
+
+void add_tokenizer(GgufFile& file, const Vocab& vocab) {
+  auto& md = file.metadata;
+  const bool spm = vocab.kind != Vocab::Kind::kBytes;
+  md.emplace_back("tokenizer.ggml.model", GgufValue::string(spm ? "llama" : "gpt2"));
+  if (!spm) md.emplace_back("tokenizer.ggml.pre", GgufValue::string("default"));
+  md.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(vocab.pieces));
+  if (spm) {
+    std::vector<double> scores(vocab.scores.begin(), vocab.scores.end());
+    md.emplace_back("tokenizer.ggml.scores", GgufValue::f32s(scores));
+  }
+  std::vector<int64_t> types;
+  for (PieceKind kind : vocab.kinds) types.push_back(static_cast<int64_t>(kind));
+  md.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(types));
+  // A byte vocabulary without merges: every byte stays its own token, exactly as causal's bytes tokenizer.
+  if (!spm) md.emplace_back("tokenizer.ggml.merges", GgufValue::strings({}));
+  // llama.cpp assumes BOS 1 / EOS 2 when these are missing: always write them.
+  md.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(vocab.bos_id)));
+  md.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(vocab.eos_id)));
+  if (vocab.pad_id >= 0)
+    md.emplace_back("tokenizer.ggml.padding_token_id", GgufValue::u32(static_cast<uint32_t>(vocab.pad_id)));
+  if (vocab.unk_id >= 0)
+    md.emplace_back("tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(vocab.unk_id)));
+  md.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolean(true));
+  md.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
+  if (spm) {
+    md.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolean(vocab.add_space_prefix));
+    md.emplace_back("tokenizer.ggml.remove_extra_whitespaces",
+                    GgufValue::boolean(vocab.remove_extra_whitespaces));
+  }
+}
+
+}  // namespace
+
+GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const std::string& source) {
+  const ModelConfig& m = model.model;
+  const TargetArchitecture arch = check_exportable(m, "gguf", source);
+  if (!model.tokenizer)
+    throw UsageError("[export] " + source +
+                     ": the run has no tokenizer (tokenizer.json); GGUF needs its vocab");
+  // Ids imported from another trainer have no pieces to list: llama.cpp's vocab type "none" runs on ids.
+  const bool no_vocab = model.tokenizer->info.name == kImportedTokenizer;
+  if (no_vocab)
+    std::cerr
+        << "warning: [export] the run's ids come from another trainer (tokenizer \"imported\"): the GGUF "
+           "file gets no vocabulary (tokenizer.ggml.model \"none\"); llama.cpp runs it on token ids\n";
+  const Vocab vocab = no_vocab ? Vocab{} : vocab_of(model.tokenizer->info, model.tokenizer->model_bytes);
+  if (!no_vocab && static_cast<int64_t>(vocab.pieces.size()) != m.output_vocab)
+    throw ConfigError(source, "model.output_vocab",
+                      std::to_string(m.output_vocab) + ": the tokenizer has " +
+                          std::to_string(vocab.pieces.size()) + " pieces; GGUF needs one per model id");
+  if (vocab.kind == Vocab::Kind::kSentencePieceUnigram)
+    std::cerr << "warning: [export] unigram SentencePiece model: llama.cpp's llama (SPM) tokenizer merges "
+                 "pieces by score, which can split some text differently from SentencePiece's unigram "
+                 "search; the weights are exact, tokenization may differ\n";
+
+  if (arch == TargetArchitecture::kGpt2)
+    std::cerr
+        << "warning: [export] llama.cpp's gpt2 graph computes GELU through a float16 table of the tanh "
+           "approximation, not causal's exact GELU: its log-probabilities differ from causal's by up to "
+           "~1e-3 on trained models (docs/export.md); the HF export is exact\n";
+  GgufFile file;
+  auto& md = file.metadata;
+  const std::string a = arch == TargetArchitecture::kLlama ? "llama" : "gpt2";
+  const uint32_t head_dim = static_cast<uint32_t>(m.head_dim());
+  md.emplace_back("general.architecture", GgufValue::string(a));
+  md.emplace_back("general.name", GgufValue::string(model.config.value("name", std::string("causal"))));
+  md.emplace_back("general.file_type", GgufValue::u32(file_type(dtype)));
+  md.emplace_back(a + ".vocab_size", GgufValue::u32(static_cast<uint32_t>(m.output_vocab)));
+  md.emplace_back(a + ".context_length", GgufValue::u32(static_cast<uint32_t>(m.max_seq_len)));
+  md.emplace_back(a + ".embedding_length", GgufValue::u32(static_cast<uint32_t>(m.d_model)));
+  md.emplace_back(a + ".feed_forward_length", GgufValue::u32(static_cast<uint32_t>(m.ffn_hidden)));
+  md.emplace_back(a + ".block_count", GgufValue::u32(static_cast<uint32_t>(m.n_layers)));
+  md.emplace_back(a + ".attention.head_count", GgufValue::u32(static_cast<uint32_t>(m.n_heads)));
+  md.emplace_back(a + ".attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(m.n_kv_heads)));
+  md.emplace_back(a + ".attention.key_length", GgufValue::u32(head_dim));
+  md.emplace_back(a + ".attention.value_length", GgufValue::u32(head_dim));
+  if (arch == TargetArchitecture::kLlama) {
+    md.emplace_back(a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(m.norm_eps)));
+    md.emplace_back(a + ".rope.dimension_count", GgufValue::u32(head_dim));
+    md.emplace_back(a + ".rope.freq_base", GgufValue::f32(static_cast<float>(m.rope.theta)));
+    const bool linear = m.rope.scaling == RopeScaling::kLinear;
+    md.emplace_back(a + ".rope.scaling.type", GgufValue::string(linear ? "linear" : "none"));
+    md.emplace_back(a + ".rope.scaling.factor",
+                    GgufValue::f32(linear ? static_cast<float>(m.rope.factor) : 1.0f));
+  } else {
+    md.emplace_back(a + ".attention.layer_norm_epsilon", GgufValue::f32(static_cast<float>(m.norm_eps)));
+  }
+  if (no_vocab) {
+    md.emplace_back("tokenizer.ggml.model", GgufValue::string("none"));
+  } else {
+    add_tokenizer(file, vocab);
+  }
+  md.emplace_back("causal.config", GgufValue::string(model.config.dump()));
+
+  auto get = [&](const std::string& name) -> at::Tensor {
+    const auto it = model.tensors.find(name);
+    if (it == model.tensors.end()) throw CheckpointError("[export] " + source + ": no tensor " + name);
+    return it->second;
+  };
+  // 1-D tensors (norms, biases) stay F32 whatever --dtype says: llama.cpp applies them in F32.
+  auto put = [&](const std::string& name, const at::Tensor& t) {
+    const GgufTensorType type = t.dim() == 1 ? GgufTensorType::kF32 : dtype;
+    file.tensors.push_back({name, t.sizes().vec(), type, tensor_bytes(t, type)});
+  };
+  // A causal bias that is absent (model.bias false) is zero in gpt2, which always adds one.
+  auto bias_or_zero = [&](const std::string& name, int64_t size) {
+    const auto it = model.tensors.find(name);
+    return it == model.tensors.end() ? at::zeros({size}) : it->second;
+  };
+  const char* skip = std::getenv(kSkipQkPermutationEnv);
+  const bool permute = m.rope.pairing == RopePairing::kHalves && !(skip && std::string(skip) == "1");
+
+  put("token_embd.weight", get("embed." + m.inputs[0].name + ".weight"));
+  if (arch == TargetArchitecture::kGpt2) put("position_embd.weight", get("pos_embed.weight"));
+  for (int64_t i = 0; i < m.n_layers; ++i) {
+    const std::string b = "blocks." + std::to_string(i) + ".";
+    const std::string g = "blk." + std::to_string(i) + ".";
+    if (arch == TargetArchitecture::kLlama) {
+      at::Tensor q = get(b + "attn.q_proj.weight"), k = get(b + "attn.k_proj.weight");
+      if (permute) {
+        q = halves_to_interleaved(q, m.n_heads);
+        k = halves_to_interleaved(k, m.n_kv_heads);
+      }
+      put(g + "attn_norm.weight", get(b + "attn_norm.weight"));
+      put(g + "attn_q.weight", q);
+      put(g + "attn_k.weight", k);
+      put(g + "attn_v.weight", get(b + "attn.v_proj.weight"));
+      put(g + "attn_output.weight", get(b + "attn.o_proj.weight"));
+      put(g + "ffn_norm.weight", get(b + "ffn_norm.weight"));
+      put(g + "ffn_gate.weight", get(b + "ffn.gate_proj.weight"));
+      put(g + "ffn_up.weight", get(b + "ffn.up_proj.weight"));
+      put(g + "ffn_down.weight", get(b + "ffn.down_proj.weight"));
+    } else {
+      const int64_t d = m.d_model;
+      put(g + "attn_norm.weight", get(b + "attn_norm.weight"));
+      put(g + "attn_norm.bias", bias_or_zero(b + "attn_norm.bias", d));
+      put(g + "attn_qkv.weight", at::cat({get(b + "attn.q_proj.weight"), get(b + "attn.k_proj.weight"),
+                                          get(b + "attn.v_proj.weight")}));
+      put(g + "attn_qkv.bias",
+          at::cat({bias_or_zero(b + "attn.q_proj.bias", d), bias_or_zero(b + "attn.k_proj.bias", d),
+                   bias_or_zero(b + "attn.v_proj.bias", d)}));
+      put(g + "attn_output.weight", get(b + "attn.o_proj.weight"));
+      put(g + "attn_output.bias", bias_or_zero(b + "attn.o_proj.bias", d));
+      put(g + "ffn_norm.weight", get(b + "ffn_norm.weight"));
+      put(g + "ffn_norm.bias", bias_or_zero(b + "ffn_norm.bias", d));
+      put(g + "ffn_up.weight", get(b + "ffn.fc_in.weight"));
+      put(g + "ffn_up.bias", bias_or_zero(b + "ffn.fc_in.bias", m.ffn_hidden));
+      put(g + "ffn_down.weight", get(b + "ffn.fc_out.weight"));
+      put(g + "ffn_down.bias", bias_or_zero(b + "ffn.fc_out.bias", d));
+    }
+  }
+  put("output_norm.weight", get("final_norm.weight"));
+  if (arch == TargetArchitecture::kGpt2) put("output_norm.bias", bias_or_zero("final_norm.bias", m.d_model));
+  if (!m.tie_embeddings) put("output.weight", get("head.weight"));
+  return file;
+}
+
+void export_gguf(const InteropModel& model, GgufTensorType dtype, const std::string& path,
+                 const std::string& source) {
+  write_gguf(path, gguf_from_model(model, dtype, source));
+}
+
+}  // namespace causal

@@ -1,0 +1,297 @@
+// HF layout writing: transformers' Llama (rotate-halves q/k rows) and GPT-2 (Conv1D weights, stored
+// transposed, and one fused c_attn) conventions.
+#include "interop/hf_export.h"
+
+#include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/errors.h"
+#include "interop/export_source.h"
+#include "interop/qk_layout.h"
+#include "interop/vocab.h"
+#include "io/atomic_file.h"
+#include "io/safetensors.h"
+
+namespace causal {
+namespace fs = std::filesystem;
+namespace {
+
+at::ScalarType scalar_type(GgufTensorType dtype) {
+  return dtype == GgufTensorType::kF16    ? at::kHalf
+         : dtype == GgufTensorType::kBf16 ? at::kBFloat16
+                                          : at::kFloat;
+}
+
+std::string torch_dtype_name(GgufTensorType dtype) {
+  return dtype == GgufTensorType::kF16 ? "float16" : dtype == GgufTensorType::kBf16 ? "bfloat16" : "float32";
+}
+
+nlohmann::json special_ids(const InteropModel& model) {
+  nlohmann::json ids = nlohmann::json::object();
+  if (model.tokenizer) {
+    ids["bos_token_id"] = model.tokenizer->info.bos_id;
+    ids["eos_token_id"] = model.tokenizer->info.eos_id;
+    ids["pad_token_id"] = model.tokenizer->info.pad_id;
+  }
+  return ids;
+}
+
+nlohmann::json llama_config(const InteropModel& model, GgufTensorType dtype) {
+  const ModelConfig& m = model.model;
+  nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}},
+                      {"model_type", "llama"},
+                      {"vocab_size", m.output_vocab},
+                      {"hidden_size", m.d_model},
+                      {"intermediate_size", m.ffn_hidden},
+                      {"num_hidden_layers", m.n_layers},
+                      {"num_attention_heads", m.n_heads},
+                      {"num_key_value_heads", m.n_kv_heads},
+                      {"head_dim", m.head_dim()},
+                      {"hidden_act", "silu"},
+                      {"max_position_embeddings", m.max_seq_len},
+                      {"rms_norm_eps", m.norm_eps},
+                      {"rope_theta", m.rope.theta},
+                      {"rope_scaling", nullptr},
+                      {"tie_word_embeddings", m.tie_embeddings},
+                      {"attention_bias", false},
+                      {"mlp_bias", false},
+                      {"attention_dropout", 0.0},
+                      {"initializer_range", m.init_std},
+                      {"torch_dtype", torch_dtype_name(dtype)}};
+  if (m.rope.scaling == RopeScaling::kLinear)
+    c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", m.rope.factor}};
+  c.update(special_ids(model));
+  return c;
+}
+
+nlohmann::json gpt2_config(const InteropModel& model, GgufTensorType dtype) {
+  const ModelConfig& m = model.model;
+  nlohmann::json c = {
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"model_type", "gpt2"},
+      {"vocab_size", m.output_vocab},
+      {"n_positions", m.max_seq_len},
+      {"n_embd", m.d_model},
+      {"n_layer", m.n_layers},
+      {"n_head", m.n_heads},
+      {"n_inner", m.ffn_hidden},
+      // causal's GELU is the exact (erf) one; transformers' "gelu" is too ("gelu_new" is not).
+      {"activation_function", "gelu"},
+      {"layer_norm_epsilon", m.norm_eps},
+      {"resid_pdrop", 0.0},
+      {"embd_pdrop", 0.0},
+      {"attn_pdrop", 0.0},
+      {"scale_attn_weights", true},
+      {"scale_attn_by_inverse_layer_idx", false},
+      {"reorder_and_upcast_attn", false},
+      {"tie_word_embeddings", m.tie_embeddings},
+      {"initializer_range", m.init_std},
+      {"torch_dtype", torch_dtype_name(dtype)}};
+  c.update(special_ids(model));
+  return c;
+}
+
+NamedTensors llama_tensors(const InteropModel& model,
+                           const std::function<at::Tensor(const std::string&)>& get) {
+  const ModelConfig& m = model.model;
+  NamedTensors out;
+  out.emplace_back("model.embed_tokens.weight", get("embed." + m.inputs[0].name + ".weight"));
+  const bool permute = m.rope.pairing == RopePairing::kInterleaved;
+  for (int64_t i = 0; i < m.n_layers; ++i) {
+    const std::string b = "blocks." + std::to_string(i) + ".", h = "model.layers." + std::to_string(i) + ".";
+    at::Tensor q = get(b + "attn.q_proj.weight"), k = get(b + "attn.k_proj.weight");
+    if (permute) {
+      q = interleaved_to_halves(q, m.n_heads);
+      k = interleaved_to_halves(k, m.n_kv_heads);
+    }
+    out.emplace_back(h + "input_layernorm.weight", get(b + "attn_norm.weight"));
+    out.emplace_back(h + "self_attn.q_proj.weight", q);
+    out.emplace_back(h + "self_attn.k_proj.weight", k);
+    out.emplace_back(h + "self_attn.v_proj.weight", get(b + "attn.v_proj.weight"));
+    out.emplace_back(h + "self_attn.o_proj.weight", get(b + "attn.o_proj.weight"));
+    out.emplace_back(h + "post_attention_layernorm.weight", get(b + "ffn_norm.weight"));
+    out.emplace_back(h + "mlp.gate_proj.weight", get(b + "ffn.gate_proj.weight"));
+    out.emplace_back(h + "mlp.up_proj.weight", get(b + "ffn.up_proj.weight"));
+    out.emplace_back(h + "mlp.down_proj.weight", get(b + "ffn.down_proj.weight"));
+  }
+  out.emplace_back("model.norm.weight", get("final_norm.weight"));
+  if (!m.tie_embeddings) out.emplace_back("lm_head.weight", get("head.weight"));
+  return out;
+}
+
+NamedTensors gpt2_tensors(const InteropModel& model,
+                          const std::function<at::Tensor(const std::string&)>& get) {
+  const ModelConfig& m = model.model;
+  auto bias = [&](const std::string& name, int64_t size) {
+    const auto it = model.tensors.find(name);
+    return it == model.tensors.end() ? at::zeros({size}) : it->second;
+  };
+  const int64_t d = m.d_model;
+  NamedTensors out;
+  out.emplace_back("transformer.wte.weight", get("embed." + m.inputs[0].name + ".weight"));
+  out.emplace_back("transformer.wpe.weight", get("pos_embed.weight"));
+  for (int64_t i = 0; i < m.n_layers; ++i) {
+    const std::string b = "blocks." + std::to_string(i) + ".", h = "transformer.h." + std::to_string(i) + ".";
+    out.emplace_back(h + "ln_1.weight", get(b + "attn_norm.weight"));
+    out.emplace_back(h + "ln_1.bias", bias(b + "attn_norm.bias", d));
+    // Conv1D keeps (in, out): every Linear weight goes in transposed.
+    out.emplace_back(
+        h + "attn.c_attn.weight",
+        at::cat({get(b + "attn.q_proj.weight"), get(b + "attn.k_proj.weight"), get(b + "attn.v_proj.weight")})
+            .t()
+            .contiguous());
+    out.emplace_back(h + "attn.c_attn.bias",
+                     at::cat({bias(b + "attn.q_proj.bias", d), bias(b + "attn.k_proj.bias", d),
+                              bias(b + "attn.v_proj.bias", d)}));
+    out.emplace_back(h + "attn.c_proj.weight", get(b + "attn.o_proj.weight").t().contiguous());
+    out.emplace_back(h + "attn.c_proj.bias", bias(b + "attn.o_proj.bias", d));
+    out.emplace_back(h + "ln_2.weight", get(b + "ffn_norm.weight"));
+    out.emplace_back(h + "ln_2.bias", bias(b + "ffn_norm.bias", d));
+    out.emplace_back(h + "mlp.c_fc.weight", get(b + "ffn.fc_in.weight").t().contiguous());
+    out.emplace_back(h + "mlp.c_fc.bias", bias(b + "ffn.fc_in.bias", m.ffn_hidden));
+    out.emplace_back(h + "mlp.c_proj.weight", get(b + "ffn.fc_out.weight").t().contiguous());
+    out.emplace_back(h + "mlp.c_proj.bias", bias(b + "ffn.fc_out.bias", d));
+  }
+  out.emplace_back("transformer.ln_f.weight", get("final_norm.weight"));
+  out.emplace_back("transformer.ln_f.bias", bias("final_norm.bias", d));
+  if (!m.tie_embeddings) out.emplace_back("lm_head.weight", get("head.weight"));
+  return out;
+}
+
+// tokenizer.json for the bytes tokenizer: a byte-level BPE without merges, so every byte is one token.
+nlohmann::json byte_level_tokenizer(const Vocab& vocab) {
+  nlohmann::json ids = nlohmann::json::object();
+  nlohmann::json added = nlohmann::json::array();
+  for (size_t i = 0; i < vocab.pieces.size(); ++i) {
+    ids[vocab.pieces[i]] = i;
+    if (vocab.kinds[i] == PieceKind::kControl)
+      added.push_back({{"id", i},
+                       {"content", vocab.pieces[i]},
+                       {"single_word", false},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"normalized", false},
+                       {"special", true}});
+  }
+  const nlohmann::json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  const std::string bos = vocab.pieces[static_cast<size_t>(vocab.bos_id)];
+  return {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", byte_level},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single",
+         {{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"pair",
+         {{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+          {{"SpecialToken", {{"id", bos}, {"type_id", 1}}}},
+          {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+        {"special_tokens", {{bos, {{"id", bos}, {"ids", {vocab.bos_id}}, {"tokens", {bos}}}}}}}},
+      {"decoder", byte_level},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", ids},
+        {"merges", nlohmann::json::array()}}}};
+}
+
+// The run's vocab, when it has one to write (ids from another trainer have none). Read before any weight is
+// written, so a tokenizer that cannot be exported stops the export early.
+std::optional<Vocab> exported_vocab(const InteropModel& model) {
+  if (!model.tokenizer || model.tokenizer->info.name == kImportedTokenizer) return std::nullopt;
+  return vocab_of(model.tokenizer->info, model.tokenizer->model_bytes);
+}
+
+void write_tokenizer(const fs::path& dir, const InteropModel& model, const std::optional<Vocab>& exported) {
+  if (!exported) return;
+  const Vocab& vocab = *exported;
+  auto piece = [&](int64_t id) -> nlohmann::json {
+    return id >= 0 ? nlohmann::json(vocab.pieces[static_cast<size_t>(id)]) : nlohmann::json(nullptr);
+  };
+  nlohmann::json config = {{"bos_token", piece(vocab.bos_id)},
+                           {"eos_token", piece(vocab.eos_id)},
+                           {"pad_token", piece(vocab.pad_id)},
+                           {"add_bos_token", true},
+                           {"add_eos_token", false},
+                           {"clean_up_tokenization_spaces", false},
+                           {"model_max_length", model.model.max_seq_len}};
+  if (vocab.kind == Vocab::Kind::kBytes) {
+    config["tokenizer_class"] = "PreTrainedTokenizerFast";
+    write_file_synced(dir / "tokenizer.json", byte_level_tokenizer(vocab).dump(1) + "\n");
+  } else {
+    // The SentencePiece model itself, read by transformers' LlamaTokenizer (legacy: SentencePiece's own
+    // encoding, with the model's add_dummy_prefix).
+    config["tokenizer_class"] = "LlamaTokenizer";
+    config["unk_token"] = piece(vocab.unk_id);
+    config["legacy"] = true;
+    config["add_prefix_space"] = nullptr;
+    config["sp_model_kwargs"] = nlohmann::json::object();
+    write_file_synced(dir / "tokenizer.model", model.tokenizer->model_bytes);
+  }
+  write_file_synced(dir / "tokenizer_config.json", config.dump(2) + "\n");
+  nlohmann::json special = {{"bos_token", piece(vocab.bos_id)}, {"eos_token", piece(vocab.eos_id)}};
+  if (vocab.pad_id >= 0) special["pad_token"] = piece(vocab.pad_id);
+  if (vocab.unk_id >= 0) special["unk_token"] = piece(vocab.unk_id);
+  write_file_synced(dir / "special_tokens_map.json", special.dump(2) + "\n");
+}
+
+}  // namespace
+
+void export_hf(const InteropModel& model, GgufTensorType dtype, const std::string& out,
+               const std::string& source) {
+  const TargetArchitecture arch = check_exportable(model.model, "hf", source);
+  const std::optional<Vocab> vocab = exported_vocab(model);
+  const fs::path target = fs::absolute(out);
+  if (fs::exists(target))
+    throw UsageError("--out " + out +
+                     ": already exists; the HF export writes a new folder (remove it first)");
+  auto get = [&](const std::string& name) -> at::Tensor {
+    const auto it = model.tensors.find(name);
+    if (it == model.tensors.end()) throw CheckpointError("[export] " + source + ": no tensor " + name);
+    return it->second;
+  };
+  NamedTensors tensors =
+      arch == TargetArchitecture::kLlama ? llama_tensors(model, get) : gpt2_tensors(model, get);
+  for (auto& [name, t] : tensors) t = t.to(scalar_type(dtype)).contiguous();
+  nlohmann::json config =
+      arch == TargetArchitecture::kLlama ? llama_config(model, dtype) : gpt2_config(model, dtype);
+  config["causal_config"] = model.config;  // provenance: the run config, read back by `causal import`
+
+  const fs::path tmp =
+      target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(getpid()));
+  fs::remove_all(tmp);
+  try {
+    fs::create_directories(tmp);
+    save_safetensors((tmp / "model.safetensors").string(), tensors, {{"format", "pt"}});
+    write_file_synced(tmp / "config.json", config.dump(2) + "\n");
+    nlohmann::json generation = special_ids(model);
+    generation["do_sample"] = false;
+    write_file_synced(tmp / "generation_config.json", generation.dump(2) + "\n");
+    write_tokenizer(tmp, model, vocab);
+    fsync_path(tmp);
+    fs::rename(tmp, target);
+    fsync_path(target.parent_path());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+}  // namespace causal

@@ -1,0 +1,36 @@
+// What export reads from a checkpoint and import builds a run from: a model config, its weights under
+// causal's names (docs/model.md) and its tokenizer. Format-neutral; the gguf_ and hf_ files map it.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+#include "data/tokenizer.h"
+
+namespace causal {
+
+struct InteropTokenizer {
+  TokenizerInfo info;
+  std::string model_bytes;  // the SentencePiece model file; empty for bytes
+};
+
+struct InteropModel {
+  ModelConfig model;                          // resolved (n_kv_heads, ffn_hidden filled in)
+  nlohmann::json config;                      // the whole resolved run config, or null when imported
+  std::map<std::string, at::Tensor> tensors;  // causal parameter names -> float32 CPU tensors
+  std::optional<InteropTokenizer> tokenizer;  // export: absent for ids from another trainer
+  std::string origin;                         // export: the checkpoint's config.json (named in errors)
+  std::vector<std::string> vocab_pieces;      // import: the file's vocab, id -> piece (empty: none in it)
+};
+
+// The architecture a model is written as: llama (RMSNorm, RoPE, SwiGLU, no biases) or gpt2 (LayerNorm,
+// learned positions, GELU).
+enum class TargetArchitecture { kLlama, kGpt2 };
+
+}  // namespace causal

@@ -1,0 +1,122 @@
+// Import's run folder: the imported weights in a fresh Transformer, saved as a step-0 training checkpoint.
+#include "interop/run_import.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "checkpoint/checkpoint.h"
+#include "config/config_io.h"
+#include "core/errors.h"
+#include "interop/vocab.h"
+#include "model/transformer.h"
+#include "run/run_folder.h"
+#include "task/task.h"
+#include "train/optimizer.h"
+#include "train/spike_detector.h"
+
+namespace causal {
+namespace fs = std::filesystem;
+namespace {
+
+nlohmann::json base_config(const ImportRequest& request, const ModelConfig& model) {
+  // Rows no longer than the model's context (a GGUF or HF model may have less than the default 256).
+  if (request.config.empty())
+    // The run is named after its folder ("runs/x/" too: a trailing slash names no file).
+    return {{"name", fs::path(request.out + "/").lexically_normal().parent_path().filename().string()},
+            {"data", {{"kind", "text"}, {"seq_len", std::min<int64_t>(256, model.max_seq_len)}}}};
+  std::ifstream in(request.config);
+  if (!in) throw ConfigError(request.config, "", "cannot open the config file");
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false, /*ignore_comments=*/true);
+  if (!json.is_object()) throw ConfigError(request.config, "", "not a JSON object");
+  return json;
+}
+
+// The imported tensors copied into `model`'s parameters; every parameter needs one of the same shape, and
+// every tensor must find its parameter.
+void copy_weights(const InteropModel& imported, Transformer& model, const std::string& input) {
+  torch::NoGradGuard no_grad;
+  size_t used = 0;
+  for (auto& item : model->named_parameters()) {
+    const auto it = imported.tensors.find(item.key());
+    if (it == imported.tensors.end())
+      throw CheckpointError("[import] " + input + ": no weight for parameter " + item.key());
+    if (it->second.sizes() != item.value().sizes())
+      throw CheckpointError("[import] " + input + ": " + item.key() + " has shape " +
+                            c10::str(it->second.sizes()) + ", the model expects " +
+                            c10::str(item.value().sizes()));
+    item.value().copy_(it->second);
+    ++used;
+  }
+  if (used != imported.tensors.size())
+    throw CheckpointError("[import] " + input + ": " + std::to_string(imported.tensors.size() - used) +
+                          " imported tensor(s) match no parameter of the model");
+}
+
+void check_vocab(const InteropModel& imported, const Task& task, const std::string& input) {
+  const std::map<std::string, std::string> files = task.run_files();
+  const auto info_file = files.find(kTokenizerInfoFile);
+  if (info_file == files.end() || imported.vocab_pieces.empty()) return;
+  const TokenizerInfo info = tokenizer_info_from_json(nlohmann::json::parse(info_file->second), "data.train");
+  if (info.name == kImportedTokenizer) return;  // ids from another trainer: nothing to compare
+  const auto model_file = files.find(kTokenizerModelFile);
+  const Vocab data = vocab_of(info, model_file == files.end() ? std::string() : model_file->second);
+  if (data.pieces.size() != imported.vocab_pieces.size())
+    throw DataError("[import] " + input + " lists " + std::to_string(imported.vocab_pieces.size()) +
+                    " tokens, data.train's tokenizer " + std::to_string(data.pieces.size()));
+  for (size_t i = 0; i < data.pieces.size(); ++i) {
+    if (data.pieces[i] != imported.vocab_pieces[i])
+      throw DataError("[import] " + input + ": token " + std::to_string(i) + " is \"" +
+                      imported.vocab_pieces[i] + "\", data.train's tokenizer (" + info.describe() +
+                      ") has \"" + data.pieces[i] + "\": encode the data with the model's own tokenizer");
+  }
+}
+
+}  // namespace
+
+std::string import_run(const InteropModel& imported, const std::string& input, const ImportRequest& request) {
+  nlohmann::json json = base_config(request, imported.model);
+  RunConfig with_model;
+  with_model.model = imported.model;
+  json["model"] = config_to_json(with_model).at("model");
+  const std::string source = request.config.empty() ? input : request.config;
+  const RunConfig config = parse_config_text(json.dump(), source, request.overrides);
+  if (config.data.kind != DataKind::kText || config.data.train.empty() || config.data.val.empty())
+    throw UsageError(
+        "import: the run needs its text data (a checkpoint records the training data's identity): "
+        "--set data.train=TRAIN.tok --set data.val=VAL.tok, or --config with a text data section");
+  const nlohmann::json config_json = config_to_json(config);
+  if (config_json.at("model") !=
+      config_to_json(parse_config_text(json.dump(), source, {}, ConfigScope::kModel)).at("model"))
+    throw UsageError("import: --set may not change model fields: the imported weights fix them");
+
+  const c10::Device cpu(c10::kCPU);
+  std::unique_ptr<Task> task = make_task(config, cpu, TaskScope::kTraining);
+  check_vocab(imported, *task, input);
+  std::unique_ptr<RunFolder> folder = RunFolder::create(request.out, "runs", config.name);
+  const std::map<std::string, std::string> run_files = task->run_files();
+  folder->write_json("config.json", config_json);
+  for (const auto& [name, bytes] : run_files) folder->write_file(name, bytes);
+
+  torch::manual_seed(static_cast<uint64_t>(config.seed));
+  Transformer model(config.model);
+  copy_weights(imported, model, input);
+  const std::unique_ptr<torch::optim::AdamW> optimizer = make_adamw(*model, config.train.optimizer);
+
+  TrainingState state;
+  state.initial_loss = task->initial_loss(model);
+  state.data = task->training_batches().state();
+  state.data_identity = task->identity();
+  state.spike_detector = SpikeDetector(config.train.spike_window, config.train.spike_threshold).state();
+  state.rng = capture_global_rng(cpu);
+  const fs::path dir =
+      save_checkpoint(folder->path() / "checkpoints", state, *model, *optimizer, config_json, run_files);
+  folder->log().info("imported {} into {}: step-0 checkpoint {} (initial loss {:.6f})", input,
+                     folder->path().string(), dir.string(), state.initial_loss);
+  return dir.string();
+}
+
+}  // namespace causal
