@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "io/complete_lines.h"
 
 namespace causal {
 namespace {
@@ -74,8 +75,8 @@ RunHistory read_run_history(const fs::path& run_dir) {
   std::map<int64_t, nlohmann::json> train, eval;
   std::vector<double> elapsed_in_order;
   std::vector<int64_t> steps_in_order;
-  std::ifstream metrics(run_dir / "metrics.jsonl");
-  for (std::string line; std::getline(metrics, line);) {
+  // Only complete lines: the row a live run is appending is not one yet (io/complete_lines.h).
+  for (const std::string& line : read_complete_lines(run_dir / "metrics.jsonl")) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     const int64_t step = row.is_object() ? step_of(row) : -1;

@@ -332,11 +332,18 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
       // Ranks stop together: a signal that reached any rank stops every one after this step.
       if (ranks.distributed()) signal = static_cast<int>(ranks.parallel()->max_over_ranks(signal));
       stopped = p.step == request.stop_at_step;
+      // metrics.jsonl or log.txt could not be written (full disk, I/O error): a last checkpoint, then stop.
+      const bool write_failed = folder && !folder->write_failure().empty();
       if (checkpointer) {
-        checkpointer->save(
-            p.step, p.step == steps, [&] { return training_state(p); }, signal || stopped);
+        try {
+          checkpointer->save(
+              p.step, p.step == steps, [&] { return training_state(p); }, signal || stopped || write_failed);
+        } catch (const CheckpointError& e) {
+          if (write_failed) folder->throw_write_failure(p.step, std::string("no checkpoint: ") + e.what());
+          throw;
+        }
       }
-      return !signal && !stopped;
+      return !signal && !stopped && !write_failed;
     };
     if (leader)
       hooks.on_abort = [&](const AbortedStep& step) {
@@ -356,6 +363,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   }
   const TrainProgress& progress = summary.progress;
   const std::string checkpoint = checkpointer ? checkpointer->last().string() : std::string();
+  if (folder && !folder->write_failure().empty())
+    folder->throw_write_failure(progress.step, "checkpoint " + checkpoint);
   if (signal) {
     const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
     log.warn("{} received: stopped after step {}; checkpoint {}", name, progress.step, checkpoint);
@@ -380,6 +389,8 @@ TrainOutcome train_run(const RunConfig& config, const TrainRequest& request) {
   eval_row["kind"] = "eval";
   eval_row["step"] = progress.step;
   folder->append_metrics(eval_row);
+  if (!folder->write_failure().empty())
+    folder->throw_write_failure(progress.step, "checkpoint " + checkpoint);
   folder->write_json("results.json", results);
   log.info(
       "trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
