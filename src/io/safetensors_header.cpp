@@ -10,7 +10,7 @@
 namespace causal {
 namespace {
 
-std::string where(const std::string& path) { return "[safetensors] " + path + ": "; }
+std::string header_where(const std::string& path) { return "[safetensors] " + path + ": "; }
 
 // a * b, or false when it would not fit in uint64 (a header may declare any shape).
 bool multiply(uint64_t a, uint64_t b, uint64_t* out) {
@@ -21,7 +21,7 @@ bool multiply(uint64_t a, uint64_t b, uint64_t* out) {
 
 SafetensorsEntry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& value,
                              uint64_t data_bytes) {
-  const std::string bad = where(path) + "tensor '" + name + "' ";
+  const std::string bad = header_where(path) + "tensor '" + name + "' ";
   if (!value.is_object()) throw CheckpointError(bad + "has a malformed entry: expected an object");
   SafetensorsEntry e;
   e.name = name;
@@ -66,12 +66,13 @@ int64_t safetensors_dtype_bytes(const std::string& dtype) {
 uint64_t safetensors_header_length(const std::string& path, uint64_t file_bytes,
                                    const unsigned char* prefix) {
   if (file_bytes < 8)
-    throw CheckpointError(where(path) + "file of " + std::to_string(file_bytes) + " bytes has no header");
+    throw CheckpointError(header_where(path) + "file of " + std::to_string(file_bytes) +
+                          " bytes has no header");
   uint64_t length = 0;
   for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(prefix[i]) << (8 * i);
   if (length > file_bytes - 8) {
-    throw CheckpointError(where(path) + "header length " + std::to_string(length) + " exceeds the file (" +
-                          std::to_string(file_bytes) + " bytes)");
+    throw CheckpointError(header_where(path) + "header length " + std::to_string(length) +
+                          " exceeds the file (" + std::to_string(file_bytes) + " bytes)");
   }
   return length;
 }
@@ -84,16 +85,17 @@ SafetensorsHeader parse_safetensors_header(const std::string& path, uint64_t fil
   try {
     header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(where(path) + "header is not JSON: " + e.what());
+    throw CheckpointError(header_where(path) + "header is not JSON: " + e.what());
   }
-  if (!header.is_object()) throw CheckpointError(where(path) + "header is not a JSON object");
+  if (!header.is_object()) throw CheckpointError(header_where(path) + "header is not a JSON object");
   const uint64_t data_bytes = file_bytes - 8 - header_bytes;
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
-      if (!value.is_object()) throw CheckpointError(where(path) + "__metadata__ is not an object of strings");
+      if (!value.is_object())
+        throw CheckpointError(header_where(path) + "__metadata__ is not an object of strings");
       for (const auto& [key, item] : value.items()) {
         if (!item.is_string())
-          throw CheckpointError(where(path) + "__metadata__ entry '" + key + "' is not a string");
+          throw CheckpointError(header_where(path) + "__metadata__ entry '" + key + "' is not a string");
         out.metadata[key] = item.get<std::string>();
       }
       continue;
@@ -106,14 +108,14 @@ SafetensorsHeader parse_safetensors_header(const std::string& path, uint64_t fil
   uint64_t covered = 0;
   for (const SafetensorsEntry& e : out.entries) {
     if (e.begin != covered) {
-      throw CheckpointError(where(path) + "tensor '" + e.name + "' starts at byte " +
+      throw CheckpointError(header_where(path) + "tensor '" + e.name + "' starts at byte " +
                             std::to_string(e.begin) + ", expected " + std::to_string(covered) +
                             " (ranges overlap or leave a gap)");
     }
     covered = e.end;
   }
   if (covered != data_bytes)
-    throw CheckpointError(where(path) + std::to_string(data_bytes - covered) +
+    throw CheckpointError(header_where(path) + std::to_string(data_bytes - covered) +
                           " bytes after the last tensor");
   return out;
 }

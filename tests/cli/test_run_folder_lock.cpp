@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kFlags =
+const std::string kLockTestFlags =
     "train --config configs/retrieval.json --set train.batch_size=8 --set data.train_examples=256 "
     "--set data.test_examples=64 --set train.log_every=1 --set train.checkpoint_every=4 ";
 
@@ -32,8 +32,8 @@ CATCH_TEST_CASE("a second writer of a run folder is refused naming the holder; k
   const fs::path dir = scratch("folder_lock");
   // The holder: a long run, in its loop once metrics.jsonl has rows.
   const std::string cmd = std::string("cd ") + CAUSAL_SOURCE_DIR + " && exec " + CAUSAL_BINARY + " " +
-                          kFlags + "--set train.steps=1000000 --run-dir " + dir.string() + " >/dev/null 2>" +
-                          (dir.string() + ".err");
+                          kLockTestFlags + "--set train.steps=1000000 --run-dir " + dir.string() +
+                          " >/dev/null 2>" + (dir.string() + ".err");
   const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
   pid_t holder = 0;
   CATCH_REQUIRE(posix_spawn(&holder, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) == 0);
@@ -46,7 +46,7 @@ CATCH_TEST_CASE("a second writer of a run folder is refused naming the holder; k
 
   const auto started = std::chrono::steady_clock::now();
   const Result second =
-      run_causal(kFlags + "--set train.steps=1000000 --resume auto --run-dir " + dir.string());
+      run_causal(kLockTestFlags + "--set train.steps=1000000 --resume auto --run-dir " + dir.string());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   CATCH_CHECK(second.code == 2);
   CATCH_CHECK(line_count(second.err) == 1);
@@ -62,7 +62,7 @@ CATCH_TEST_CASE("a second writer of a run folder is refused naming the holder; k
   // The restart takes the folder at once and finishes (from its newest checkpoint, or step 0).
   const auto newest = causal::latest_valid_checkpoint(dir / "checkpoints");
   const int64_t from = newest ? std::stoll(newest->filename().string().substr(5)) : 0;
-  const Result restart = run_causal(kFlags + "--set train.steps=" + std::to_string(from + 2) +
+  const Result restart = run_causal(kLockTestFlags + "--set train.steps=" + std::to_string(from + 2) +
                                     " --resume auto --run-dir " + dir.string());
   CATCH_CHECK(restart.code == 0);
   CATCH_CHECK(restart.err.find("is locked") == std::string::npos);

@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::require(file.parent_path() == fs::weakly_canonical(root / "step_00000004"),
                     "a manifest names files inside its checkpoint");
     }
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
   }
   try {
     const auto latest = latest_valid_checkpoint(root);

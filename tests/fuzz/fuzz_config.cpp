@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RunConfig config;
   try {
     config = parse_config_text(text, "fuzz.json");
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
     return 0;
   }
   // A config that loads is written back as the resolved config.json of a run, which must load again to the

@@ -20,14 +20,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     // The path every command takes: a file's text (here the defaults), then the flags in order.
     parse_config_text("{}", "defaults", overrides);
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
   }
   try {
     RunConfig config;
     for (const std::string& assignment : overrides) apply_override(config, assignment);
     resolve(config);
     validate(config, "--set", ConfigScope::kModel);
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
   }
   return 0;
 }

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::require(e.end - e.begin == bytes_needed, "a range holds its tensor");
       covered = e.end;
     }
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
   }
   return 0;
 }

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::vector<int64_t> ids = tokenizer.encode(text);
     for (int64_t id : ids) fuzz::require(id >= 0 && id < tokenizer.info().vocab_size, "ids in the vocab");
     fuzz::require(tokenizer.decode(ids) == text, "encode then decode gives the text back");
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
   }
   return 0;
 }

@@ -48,6 +48,13 @@ inline std::string write_input(const std::string& name, const uint8_t* data, siz
   return path.string();
 }
 
+// The typed error a parser threw, which is the expected outcome for most inputs; printed when
+// CAUSAL_FUZZ_VERBOSE is set, to see why a seed is refused (tools/fuzz --replay with it set).
+inline void expected(const Error& e) {
+  static const bool verbose = std::getenv("CAUSAL_FUZZ_VERBOSE") != nullptr;
+  if (verbose) std::fprintf(stderr, "[fuzz] refused: %s\n", e.what());
+}
+
 // A property of a parser's output that must hold; a failure is a finding like a crash.
 inline void require(bool holds, const char* what) {
   if (!holds) {

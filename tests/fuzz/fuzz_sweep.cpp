@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     fuzz::require(names.size() == points.size(), "point names are distinct");
     sweep_to_json(spec, points).dump();
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
   }
   return 0;
 }

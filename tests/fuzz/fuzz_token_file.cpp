@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_input("input.tok", data, size);
   try {
     read_token_file_header(path);
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
   }
   try {
     TokenFile file(path);
@@ -25,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       total += static_cast<int64_t>(ids.size());
     }
     fuzz::require(total == file.num_tokens(), "documents cover every token");
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
   }
   return 0;
 }

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::filesystem::remove(options.out);
   try {
     import_token_file(options);
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    fuzz::expected(e);
     return 0;
   }
   try {

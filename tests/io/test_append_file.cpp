@@ -19,7 +19,7 @@ using namespace causal;
 
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
+std::string read_all(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -56,7 +56,7 @@ CATCH_TEST_CASE("append file: a write cut short is undone and named with its err
   ::waitpid(child, &status, 0);
   CATCH_REQUIRE(WIFEXITED(status));
   CATCH_CHECK(WEXITSTATUS(status) == 0);
-  CATCH_CHECK(slurp(file) == row + "\n");  // the partial second row was cut back
+  CATCH_CHECK(read_all(file) == row + "\n");  // the partial second row was cut back
 }
 
 CATCH_TEST_CASE("append file: /dev/full's ENOSPC is an IoError naming the file", "[unit][io]") {
