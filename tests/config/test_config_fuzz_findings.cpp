@@ -25,3 +25,14 @@ CATCH_TEST_CASE("config fuzz findings: --set values that are not UTF-8 are Confi
   apply_override(config, "name=caf\xc3\xa9");
   CATCH_CHECK(config.name == "caf\xc3\xa9");
 }
+
+CATCH_TEST_CASE("config fuzz findings: a d_model whose derived FFN width overflows is a ConfigError",
+                "[unit][config]") {
+  // fuzz_overrides (UBSan): resolve() computed ffn_hidden = 4 * d_model in int64 before validate ran.
+  try {
+    parse_config_text("{}", "defaults", {"model.d_model=4218447037099999999"});
+    CATCH_FAIL("accepted a d_model of 4218447037099999999");
+  } catch (const ConfigError& e) {
+    CATCH_CHECK(std::string(e.what()).find("model.d_model") != std::string::npos);
+  }
+}

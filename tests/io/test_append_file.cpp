@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/errors.h"
 #include "io/append_file.h"
 #include "io/complete_lines.h"
 #include "support/scratch_dir.h"
