@@ -30,7 +30,14 @@ bool vanished(const fs::path& dir) {
 void read_newest_checkpoint(const fs::path& run_dir, const std::string& ref,
                             const std::function<void(const fs::path&)>& read) {
   const bool newest = ref.empty() || fs::is_directory(fs::path(ref) / "checkpoints");
-  const fs::path first = find_checkpoint(run_dir, ref);
+  fs::path first;
+  try {
+    first = find_checkpoint(run_dir, ref);
+  } catch (const CheckpointError&) {
+    // Every directory listed may have been pruned while it was verified: the list once more.
+    if (!newest) throw;
+    first = find_checkpoint(run_dir, ref);
+  }
   try {
     read(first);
     return;
