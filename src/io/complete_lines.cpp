@@ -6,7 +6,7 @@
 
 namespace causal {
 
-std::vector<std::string> read_complete_lines(const std::filesystem::path& path) {
+std::vector<std::string> read_complete_lines(const std::filesystem::path& path, bool* partial_tail) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
@@ -18,6 +18,7 @@ std::vector<std::string> read_complete_lines(const std::filesystem::path& path) 
     lines.push_back(bytes.substr(begin, end - begin));
     begin = end + 1;
   }
+  if (partial_tail != nullptr) *partial_tail = begin < bytes.size();
   return lines;
 }
 

@@ -8,8 +8,8 @@
 
 namespace causal {
 
-// The lines of `path` that end in '\n' (without it); a trailing line without one is left out. An absent
-// or unreadable file gives no lines.
-std::vector<std::string> read_complete_lines(const std::filesystem::path& path);
+// The lines of `path` that end in '\n' (without it); a trailing line without one is left out, and
+// `partial_tail` (when given) says whether there was one. An absent or unreadable file gives no lines.
+std::vector<std::string> read_complete_lines(const std::filesystem::path& path, bool* partial_tail = nullptr);
 
 }  // namespace causal

@@ -75,10 +75,13 @@ CATCH_TEST_CASE("complete lines: a trailing line without its newline is not read
   testing::ScratchDir dir("complete_lines");
   const auto file = dir.path / "metrics.jsonl";
   std::ofstream(file, std::ios::binary) << "{\"step\":1}\n\n{\"step\":2}\n{\"step\":3,\"lo";
-  const std::vector<std::string> lines = read_complete_lines(file);
+  bool partial = false;
+  const std::vector<std::string> lines = read_complete_lines(file, &partial);
+  CATCH_CHECK(partial);
   CATCH_REQUIRE(lines.size() == 3);
   CATCH_CHECK(lines[0] == "{\"step\":1}");
   CATCH_CHECK(lines[1].empty());
   CATCH_CHECK(lines[2] == "{\"step\":2}");
-  CATCH_CHECK(read_complete_lines(dir.path / "absent").empty());
+  CATCH_CHECK(read_complete_lines(dir.path / "absent", &partial).empty());
+  CATCH_CHECK(!partial);
 }
