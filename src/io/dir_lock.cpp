@@ -47,6 +47,19 @@ std::unique_ptr<DirLock> DirLock::try_lock(const std::filesystem::path& file, st
   return std::unique_ptr<DirLock>(new DirLock(file, fd));
 }
 
+std::optional<std::string> DirLock::held_by(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> holder;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) holder = read_holder(fd);
+  } else {
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+  return holder;
+}
+
 DirLock::~DirLock() {
   ::flock(fd_, LOCK_UN);
   ::close(fd_);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace causal {
@@ -15,6 +16,9 @@ class DirLock {
   // Returns nullptr when another process holds it, with that process's pid in `holder` ("" when it could
   // not be read). Throws IoError naming the file when it cannot be opened or locked for another reason.
   static std::unique_ptr<DirLock> try_lock(const std::filesystem::path& file, std::string* holder);
+  // Whether another process holds the lock on an existing `file`, without taking it or writing anything:
+  // that process's pid ("" when unreadable), or nullopt when the file is absent or free.
+  static std::optional<std::string> held_by(const std::filesystem::path& file);
   ~DirLock();  // releases the lock (the file stays: removing it would race with a process taking it)
   DirLock(const DirLock&) = delete;
   DirLock& operator=(const DirLock&) = delete;

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "io/append_file.h"
 #include "io/atomic_file.h"
@@ -16,6 +17,16 @@
 
 namespace causal {
 namespace fs = std::filesystem;
+namespace {
+
+// The refusal of a second writer: the folder, the holder's pid and the lock file (docs/run-folder.md).
+RunFolderError locked(const fs::path& dir, const std::string& holder) {
+  return RunFolderError("run folder " + dir.string() + " is locked by another causal process (" +
+                        (holder.empty() ? "" : "pid " + holder + ", ") + (dir / ".lock").string() +
+                        "); wait for it to end or stop it");
+}
+
+}  // namespace
 
 bool RunFolder::is_empty_or_absent(const fs::path& dir) {
   std::error_code ec;
@@ -63,6 +74,8 @@ std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const
   fs::path dir;
   if (!requested.empty()) {
     dir = requested;
+    // A folder a live run holds is named as such, with its writer's pid, whatever else it holds.
+    if (const std::optional<std::string> holder = DirLock::held_by(dir / ".lock")) throw locked(dir, *holder);
     if (!is_empty_or_absent(dir)) {
       throw RunFolderError("run folder " + dir.string() +
                            " already holds a run and no checkpoint of it is being resumed; choose another "
@@ -83,11 +96,7 @@ RunFolder::RunFolder(fs::path path) : path_(std::move(path)) {
   const fs::path lock = path_ / ".lock";
   std::string holder;
   lock_ = io_as<RunFolderError>([&] { return DirLock::try_lock(lock, &holder); });
-  if (!lock_) {
-    throw RunFolderError("run folder " + path_.string() + " is locked by another causal process (" +
-                         (holder.empty() ? "" : "pid " + holder + ", ") + lock.string() +
-                         "); wait for it to end or stop it");
-  }
+  if (!lock_) throw locked(path_, holder);
   metrics_ = io_as<RunFolderError>([&] { return std::make_unique<AppendFile>(path_ / "metrics.jsonl"); });
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((path_ / "log.txt").string());
   auto console_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();

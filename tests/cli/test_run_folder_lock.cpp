@@ -54,6 +54,10 @@ CATCH_TEST_CASE("a second writer of a run folder is refused naming the holder; k
                                 " is locked by another causal process (pid " + std::to_string(holder) + ", " +
                                 (dir / ".lock").string() + "); wait for it to end or stop it\n");
   CATCH_CHECK(seconds < 30);  // refused at once, not after waiting for the holder
+  // A new run asked into the same folder is told the same, not only that the folder is taken.
+  const Result fresh = run_causal(kLockTestFlags + "--set train.steps=8 --run-dir " + dir.string());
+  CATCH_CHECK(fresh.code == 2);
+  CATCH_CHECK(fresh.err == second.err);
 
   ::kill(holder, SIGKILL);
   int status = 0;

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <optional>
 #include <string>
 
 #include "io/dir_lock.h"
@@ -22,7 +24,12 @@ CATCH_TEST_CASE("dir lock: a second lock is refused naming the holder's pid, the
   // flock conflicts between open file descriptions, so one process stands in for two.
   CATCH_CHECK(DirLock::try_lock(file, &holder) == nullptr);
   CATCH_CHECK(holder == std::to_string(::getpid()));
+  // The probe a new run makes before refusing a taken folder: neither takes the lock nor writes.
+  CATCH_CHECK(DirLock::held_by(file) == std::optional<std::string>(std::to_string(::getpid())));
   first.reset();
+  CATCH_CHECK(!DirLock::held_by(file));
+  CATCH_CHECK(!DirLock::held_by(dir.path / "absent.lock"));
+  CATCH_CHECK(!std::filesystem::exists(dir.path / "absent.lock"));
   CATCH_CHECK(DirLock::try_lock(file, &holder) != nullptr);
 }
 
