@@ -95,6 +95,11 @@ nlohmann::json verify_checkpoint(const fs::path& dir) {
   try {
     in >> manifest;
     for (const auto& [name, entry] : manifest.at("files").items()) {
+      // A name with a folder in it ("../x", "/etc/y") would vouch for a file outside the checkpoint.
+      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+          name.find('\0') != std::string::npos)
+        throw CheckpointError(where + "manifest.json lists '" + name + "', not a file name inside " +
+                              dir.string());
       const fs::path file = dir / name;
       if (!fs::is_regular_file(file)) throw CheckpointError(where + name + " is listed but missing");
       const auto bytes = entry.at("bytes").get<uint64_t>();

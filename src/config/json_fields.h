@@ -78,7 +78,8 @@ void read_enum(const json& j, E& out, const std::string& source, const std::stri
   }
   throw ConfigError(
       source, path,
-      "expected one of " + enum_choices<E>() + ", got " + (j.is_string() ? j.dump() : describe(j)));
+      "expected one of " + enum_choices<E>() + ", got " +
+          (j.is_string() ? j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : describe(j)));
 }
 
 // Keys a section would accept with a different `kind`; only the data section's fields depend on one.

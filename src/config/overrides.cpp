@@ -65,6 +65,14 @@ Assignment parse_assignment(const std::string& assignment) {
   }
   const std::string path = trim(assignment.substr(0, eq));
   a.text = assignment.substr(eq + 1);
+  // A shell passes any bytes, but a config is JSON: a value that config.json (or an error naming it)
+  // could never be written with is refused here, where the flag is known (found by tests/fuzz).
+  try {
+    static_cast<void>(json(assignment).dump());
+  } catch (const json::type_error&) {
+    throw ConfigError(a.source, "",
+                      "the assignment is not valid UTF-8; expected UTF-8 text (a config is JSON)");
+  }
   std::size_t begin = 0;
   while (true) {
     const std::size_t dot = path.find('.', begin);

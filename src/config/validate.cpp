@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -367,7 +368,10 @@ void resolve(RunConfig& config, const DataVocab& data_vocab) {
   if (m.n_kv_heads == 0) m.n_kv_heads = m.n_heads;
   // Left at 0 when d_model or ffn_multiple_of is invalid, so validate reports the real cause.
   if (m.rope.original_max_seq_len == 0) m.rope.original_max_seq_len = m.max_seq_len;
-  if (m.ffn_hidden == 0 && m.d_model >= 1 && m.ffn_multiple_of >= 1) {
+  // Also left at 0 for sizes whose derived width would overflow int64 (validate refuses them by name).
+  constexpr int64_t kLargestDerivable = std::numeric_limits<int64_t>::max() / 16;
+  if (m.ffn_hidden == 0 && m.d_model >= 1 && m.ffn_multiple_of >= 1 && m.d_model <= kLargestDerivable &&
+      m.ffn_multiple_of <= kLargestDerivable) {
     if (m.ffn != FfnKind::kSwiglu) {
       m.ffn_hidden = 4 * m.d_model;
     } else {

@@ -349,6 +349,20 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
                      : static_cast<int64_t>(v);
         },
         dtype_bytes(header_.dtype));
+    // Byte counts are what bits per byte divides by: each must be a count, and their sum one too (a u64
+    // above int64's range read back as a negative count; found by tests/fuzz/fuzz_token_file).
+    if (header_.document_bytes_known && header_.version >= 2) {
+      uint64_t total = 0;
+      constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+      for (int64_t d = 0; d < header_.document_count; ++d) {
+        const uint64_t bytes = load<uint64_t>(doc_bytes_ + 8 * d);
+        if (bytes > kMax - total) {
+          throw DataError(where(path) + "document " + std::to_string(d) + " has byte count " +
+                          std::to_string(bytes) + ", which with those before it exceeds 2^63 - 1: corrupt");
+        }
+        total += bytes;
+      }
+    }
   } catch (...) {
     unmap();
     throw;

@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "io/atomic_file.h"
+#include "io/safetensors_header.h"
 
 namespace causal {
 namespace {
@@ -24,6 +25,15 @@ const std::vector<std::pair<at::ScalarType, std::string>>& dtype_names() {
 }
 
 std::string safetensors_at(const std::string& path) { return "[safetensors] " + path + ": "; }
+
+// A dtype parse_safetensors_header accepted; the two tables must name the same dtypes.
+at::ScalarType scalar_type(const std::string& path, const std::string& dtype) {
+  auto it = std::find_if(dtype_names().begin(), dtype_names().end(),
+                         [&](const auto& p) { return p.second == dtype; });
+  if (it == dtype_names().end())
+    throw CheckpointError(safetensors_at(path) + "dtype " + dtype + " has no tensor type");
+  return it->first;
+}
 
 }  // namespace
 
@@ -74,85 +84,18 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
   if (!in) throw CheckpointError(safetensors_at(path) + "cannot open");
   const uint64_t size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
-  if (size < 8)
-    throw CheckpointError(safetensors_at(path) + "file of " + std::to_string(size) + " bytes has no header");
-  unsigned char prefix[8];
+  unsigned char prefix[8] = {};
   in.read(reinterpret_cast<char*>(prefix), 8);
-  uint64_t length = 0;
-  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(prefix[i]) << (8 * i);
-  if (length > size - 8) {
-    throw CheckpointError(safetensors_at(path) + "header length " + std::to_string(length) +
-                          " exceeds the file (" + std::to_string(size) + " bytes)");
-  }
+  const uint64_t length = safetensors_header_length(path, size, prefix);
   std::string text(length, '\0');
   in.read(text.data(), static_cast<std::streamsize>(length));
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(safetensors_at(path) + "header is not JSON: " + e.what());
-  }
-  if (!header.is_object()) throw CheckpointError(safetensors_at(path) + "header is not a JSON object");
-  const uint64_t data_bytes = size - 8 - length;
-
-  struct Entry {
-    std::string name;
-    at::ScalarType dtype;
-    std::vector<int64_t> shape;
-    uint64_t begin, end;
-  };
-  std::vector<Entry> entries;
-  for (const auto& [name, value] : header.items()) {
-    if (name == "__metadata__") {
-      if (metadata != nullptr) *metadata = value.get<std::map<std::string, std::string>>();
-      continue;
-    }
-    try {
-      const std::string dtype = value.at("dtype").get<std::string>();
-      auto it = std::find_if(dtype_names().begin(), dtype_names().end(),
-                             [&](const auto& p) { return p.second == dtype; });
-      if (it == dtype_names().end())
-        throw CheckpointError(safetensors_at(path) + "tensor '" + name + "' has unknown dtype " + dtype);
-      Entry e{name, it->first, value.at("shape").get<std::vector<int64_t>>(),
-              value.at("data_offsets").at(0).get<uint64_t>(), value.at("data_offsets").at(1).get<uint64_t>()};
-      int64_t numel = 1;
-      for (int64_t d : e.shape) {
-        if (d < 0)
-          throw CheckpointError(safetensors_at(path) + "tensor '" + name + "' has a negative dimension");
-        numel *= d;
-      }
-      const uint64_t expected = static_cast<uint64_t>(numel) * c10::elementSize(e.dtype);
-      if (e.end < e.begin || e.end - e.begin != expected || e.end > data_bytes) {
-        throw CheckpointError(safetensors_at(path) + "tensor '" + name + "' byte range [" +
-                              std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                              ") does not hold its " + std::to_string(expected) + " bytes inside the " +
-                              std::to_string(data_bytes) + "-byte data section");
-      }
-      entries.push_back(std::move(e));
-    } catch (const nlohmann::json::exception& ex) {
-      throw CheckpointError(safetensors_at(path) + "tensor '" + name +
-                            "' has a malformed entry: " + ex.what());
-    }
-  }
-  // The ranges must tile the data section: no overlap, no gap, nothing left over.
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
-  uint64_t covered = 0;
-  for (const Entry& e : entries) {
-    if (e.begin != covered) {
-      throw CheckpointError(safetensors_at(path) + "tensor '" + e.name + "' starts at byte " +
-                            std::to_string(e.begin) + ", expected " + std::to_string(covered) +
-                            " (ranges overlap or leave a gap)");
-    }
-    covered = e.end;
-  }
-  if (covered != data_bytes) {
-    throw CheckpointError(safetensors_at(path) + std::to_string(data_bytes - covered) +
-                          " bytes after the last tensor");
-  }
+  if (!in) throw CheckpointError(safetensors_at(path) + "read failed in the header");
+  const SafetensorsHeader header = parse_safetensors_header(path, size, length, text);
+  if (metadata != nullptr) *metadata = header.metadata;
 
   NamedTensors out;
-  for (const Entry& e : entries) {
-    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.dtype));
+  for (const SafetensorsEntry& e : header.entries) {
+    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(scalar_type(path, e.dtype)));
     in.seekg(static_cast<std::streamoff>(8 + length + e.begin));
     in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin));
     if (!in) throw CheckpointError(safetensors_at(path) + "read failed in tensor '" + e.name + "'");

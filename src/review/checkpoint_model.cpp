@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "checkpoint/checkpoint_retry.h"
 #include "config/config_io.h"
 #include "core/errors.h"
 #include "core/runtime.h"
@@ -43,29 +44,33 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
   }
   if (!std::filesystem::is_directory(run_dir)) throw CheckpointError("[checkpoint] no run folder " + run_dir);
   CheckpointModel loaded;
-  loaded.checkpoint = read_checkpoint(find_checkpoint(run_dir, ref));
-  const std::string source = (loaded.checkpoint.dir / "config.json").string();
-  const RunConfig trained = parse_config_text(loaded.checkpoint.config.dump(), source, {});
-  // A learned position table has max_seq_len rows: the trained weights fix it.
-  if (sets_max_seq_len && trained.model.position == PositionKind::kLearned) {
-    throw ConfigError(
-        "--set", "model.max_seq_len",
-        "cannot change when evaluating a checkpoint with model.position \"learned\": its position "
-        "table has " +
-            std::to_string(trained.model.max_seq_len) + " trained rows (rope and none have no table)");
-  }
-  // yarn measures frequencies against the trained length, so a longer max_seq_len must not move it.
-  std::vector<std::string> applied;
-  if (!sets_original_length) {
-    applied.push_back("model.rope.original_max_seq_len=" +
-                      std::to_string(trained.model.rope.original_max_seq_len));
-  }
-  applied.insert(applied.end(), overrides.begin(), overrides.end());
-  loaded.config = parse_config_text(loaded.checkpoint.config.dump(), source, applied);
-  configure_threads(loaded.config.threads);
-  loaded.device = resolve_device(loaded.config.device);
-  loaded.model = Transformer(loaded.config.model);
-  load_model_weights(loaded.checkpoint.dir, *loaded.model);
+  // Beside a live run, pruning may take the newest checkpoint while it loads: then the newest again, once.
+  read_newest_checkpoint(run_dir, ref, [&](const std::filesystem::path& dir) {
+    loaded = CheckpointModel{};
+    loaded.checkpoint = read_checkpoint(dir);
+    const std::string source = (loaded.checkpoint.dir / "config.json").string();
+    const RunConfig trained = parse_config_text(loaded.checkpoint.config.dump(), source, {});
+    // A learned position table has max_seq_len rows: the trained weights fix it.
+    if (sets_max_seq_len && trained.model.position == PositionKind::kLearned) {
+      throw ConfigError(
+          "--set", "model.max_seq_len",
+          "cannot change when evaluating a checkpoint with model.position \"learned\": its position "
+          "table has " +
+              std::to_string(trained.model.max_seq_len) + " trained rows (rope and none have no table)");
+    }
+    // yarn measures frequencies against the trained length, so a longer max_seq_len must not move it.
+    std::vector<std::string> applied;
+    if (!sets_original_length) {
+      applied.push_back("model.rope.original_max_seq_len=" +
+                        std::to_string(trained.model.rope.original_max_seq_len));
+    }
+    applied.insert(applied.end(), overrides.begin(), overrides.end());
+    loaded.config = parse_config_text(loaded.checkpoint.config.dump(), source, applied);
+    configure_threads(loaded.config.threads);
+    loaded.device = resolve_device(loaded.config.device);
+    loaded.model = Transformer(loaded.config.model);
+    load_model_weights(loaded.checkpoint.dir, *loaded.model);
+  });
   loaded.model->to(loaded.device);
   loaded.model->eval();
   return loaded;

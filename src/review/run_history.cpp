@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "io/complete_lines.h"
 #include "io/run_files.h"
 
 namespace causal {
@@ -75,8 +76,10 @@ RunHistory read_run_history(const fs::path& run_dir) {
   std::map<int64_t, nlohmann::json> train, eval;
   std::vector<double> elapsed_in_order;
   std::vector<int64_t> steps_in_order;
-  std::ifstream metrics(run_dir / run_files::kMetrics);
-  for (std::string line; std::getline(metrics, line);) {
+  // Only complete lines: the row a live run is appending is not one yet (io/complete_lines.h); the note
+  // still counts it among the lines skipped.
+  bool torn_tail = false;
+  for (const std::string& line : read_complete_lines(run_dir / run_files::kMetrics, &torn_tail)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     const int64_t step = row.is_object() ? step_of(row) : -1;
@@ -94,6 +97,7 @@ RunHistory read_run_history(const fs::path& run_dir) {
       eval[step] = std::move(row);
     }
   }
+  if (torn_tail) ++h.skipped_lines;
   for (auto& [step, row] : train) h.train_rows.push_back(std::move(row));
   for (auto& [step, row] : eval) h.eval_rows.push_back(std::move(row));
   // `elapsed` restarts from zero in each process: a drop marks a resume.

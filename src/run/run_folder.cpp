@@ -4,29 +4,27 @@
 #include <fcntl.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
-#include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
+#include "io/append_file.h"
 #include "io/atomic_file.h"
+#include "io/dir_lock.h"
 #include "io/run_files.h"
 
 namespace causal {
 namespace fs = std::filesystem;
-
 namespace {
 
-// The pid the holder of a run folder's lock wrote into it ("" if unreadable or not a number).
-std::string lock_holder(int fd) {
-  char buffer[32] = {};
-  const ssize_t n = ::pread(fd, buffer, sizeof(buffer) - 1, 0);
-  std::string text(buffer, n > 0 ? static_cast<size_t>(n) : 0);
-  text = text.substr(0, text.find('\n'));
-  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-  return digits ? text : "";
+// The refusal of a second writer: the folder, the holder's pid and the lock file (docs/run-folder.md).
+RunFolderError locked(const fs::path& dir, const std::string& holder) {
+  return RunFolderError("run folder " + dir.string() + " is locked by another causal process (" +
+                        (holder.empty() ? "" : "pid " + holder + ", ") + (dir / run_files::kLock).string() +
+                        "); wait for it to end or stop it");
 }
 
 }  // namespace
@@ -77,6 +75,8 @@ std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const
   fs::path dir;
   if (!requested.empty()) {
     dir = requested;
+    // A folder a live run holds is named as such, with its writer's pid, whatever else it holds.
+    if (const std::optional<std::string> holder = DirLock::held_by(dir / run_files::kLock)) throw locked(dir, *holder);
     if (!is_empty_or_absent(dir)) {
       throw RunFolderError("run folder " + dir.string() +
                            " already holds a run and no checkpoint of it is being resumed; choose another "
@@ -94,27 +94,11 @@ std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const
 }
 
 RunFolder::RunFolder(fs::path path) : path_(std::move(path)) {
-  const fs::path lock = path_ / ".lock";
-  lock_fd_ = ::open(lock.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) {
-    throw RunFolderError("run folder " + path_.string() + ": cannot open its lock file " + lock.string() +
-                         " (" + std::strerror(errno) + "); expected a writable run folder");
-  }
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    const std::string holder = lock_holder(lock_fd_);
-    ::close(lock_fd_);
-    throw RunFolderError("run folder " + path_.string() + " is locked by another causal process (" +
-                         (holder.empty() ? "" : "pid " + holder + ", ") + lock.string() +
-                         "); wait for it to end or stop it");
-  }
-  // The holder's pid, for the error another process reports (the flock, not this text, is the lock).
-  // Best effort: a failed write only costs a later refusal its pid.
-  const std::string pid = std::to_string(::getpid()) + "\n";
-  const bool written = ::ftruncate(lock_fd_, 0) == 0 &&
-                       ::pwrite(lock_fd_, pid.data(), pid.size(), 0) == static_cast<ssize_t>(pid.size());
-  static_cast<void>(written);
-  metrics_.open(path_ / run_files::kMetrics, std::ios::app);
-  if (!metrics_) throw RunFolderError("cannot write " + (path_ / run_files::kMetrics).string());
+  const fs::path lock = path_ / run_files::kLock;
+  std::string holder;
+  lock_ = io_as<RunFolderError>([&] { return DirLock::try_lock(lock, &holder); });
+  if (!lock_) throw locked(path_, holder);
+  metrics_ = io_as<RunFolderError>([&] { return std::make_unique<AppendFile>(path_ / run_files::kMetrics); });
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((path_ / run_files::kLog).string());
   auto console_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   console_sink->set_level(spdlog::level::info);
@@ -122,14 +106,15 @@ RunFolder::RunFolder(fs::path path) : path_(std::move(path)) {
   logger_ = std::make_shared<spdlog::logger>("run", spdlog::sinks_init_list{file_sink, console_sink});
   logger_->set_level(spdlog::level::debug);
   logger_->flush_on(spdlog::level::info);
+  // spdlog reports a failed write of log.txt here instead of throwing; the run stops after its step.
+  const std::string log_file = (path_ / run_files::kLog).string();
+  logger_->set_error_handler([this, log_file](const std::string& message) {
+    note_write_failure("[io] cannot write " + log_file + ": " + message);
+  });
 }
 
 RunFolder::~RunFolder() {
   if (logger_) logger_->flush();
-  if (lock_fd_ >= 0) {
-    ::flock(lock_fd_, LOCK_UN);
-    ::close(lock_fd_);
-  }
 }
 
 void RunFolder::write_json(const std::string& file, const nlohmann::json& value) const {
@@ -141,21 +126,35 @@ void RunFolder::write_file(const std::string& file, const std::string& bytes) co
 }
 
 void RunFolder::append_metrics(const nlohmann::json& row) {
-  metrics_ << row.dump() << "\n";
-  metrics_.flush();
+  // After a failure no row is written: the file keeps every row up to the failed one and nothing after.
+  if (!write_failure_.empty()) return;
+  try {
+    metrics_->append(row.dump() + "\n");
+  } catch (const IoError& e) {
+    note_write_failure(e.what());
+  }
+}
+
+void RunFolder::note_write_failure(const std::string& what) {
+  if (write_failure_.empty()) write_failure_ = what;
+}
+
+void RunFolder::throw_write_failure(int64_t step, const std::string& checkpoint) const {
+  throw CheckpointError("run folder " + path_.string() + ": " + write_failure_ + "; stopped after step " +
+                        std::to_string(step) + ", " + checkpoint +
+                        "; free space, then run the same command with --resume auto to continue");
 }
 
 void RunFolder::clear_metrics() {
   const fs::path file = path_ / run_files::kMetrics;
-  metrics_.close();
+  metrics_.reset();
   io_as<RunFolderError>([&] { write_file_atomically(file, ""); });
-  metrics_.open(file, std::ios::app);
-  if (!metrics_) throw RunFolderError("cannot write " + file.string());
+  metrics_ = io_as<RunFolderError>([&] { return std::make_unique<AppendFile>(file); });
 }
 
 void RunFolder::truncate_metrics_after(int64_t step) {
   const fs::path file = path_ / run_files::kMetrics;
-  metrics_.close();
+  metrics_.reset();
   std::string kept;
   {
     std::ifstream in(file);
@@ -169,8 +168,7 @@ void RunFolder::truncate_metrics_after(int64_t step) {
     }
   }
   io_as<RunFolderError>([&] { write_file_atomically(file, kept); });
-  metrics_.open(file, std::ios::app);
-  if (!metrics_) throw RunFolderError("cannot write " + file.string());
+  metrics_ = io_as<RunFolderError>([&] { return std::make_unique<AppendFile>(file); });
 }
 
 }  // namespace causal

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "core/errors.h"
+#include "io/append_file.h"
+#include "io/dir_lock.h"
 #include "train/train_output.h"
 
 namespace causal {
@@ -34,8 +36,15 @@ class RunFolder : public TrainOutput {
   // Writes `file` in the folder via a temporary and a rename, so readers never see half a file.
   void write_json(const std::string& file, const nlohmann::json& value) const;
   void write_file(const std::string& file, const std::string& bytes) const;  // atomically, like write_json
-  // One line of metrics.jsonl, flushed at once so a crash loses nothing already logged.
+  // One line of metrics.jsonl, written whole at once so a crash loses nothing already logged. A failed
+  // write (ENOSPC, EIO) leaves no part of the row; it is recorded (write_failure) instead of thrown, so
+  // the step in progress ends and the run stops there with a last checkpoint.
   void append_metrics(const nlohmann::json& row) override;
+  // The first failed write of metrics.jsonl or log.txt ("" while none): the run must stop.
+  const std::string& write_failure() const { return write_failure_; }
+  // The run's exit after a write failure: CheckpointError (exit 4) naming the file and the errno text,
+  // the step it stopped after and `checkpoint` (what became of the last checkpoint).
+  [[noreturn]] void throw_write_failure(int64_t step, const std::string& checkpoint) const;
   // Drops metrics rows logged after `step` (a resumed run repeats those steps); rewritten atomically.
   void truncate_metrics_after(int64_t step);
   // Empties metrics.jsonl (a run restarted from step 0 logs every step again); rewritten atomically.
@@ -46,9 +55,11 @@ class RunFolder : public TrainOutput {
  private:
   explicit RunFolder(std::filesystem::path path);
   std::filesystem::path path_;
-  int lock_fd_ = -1;
-  std::ofstream metrics_;
+  std::unique_ptr<DirLock> lock_;  // declared before the files: released only after they are closed
+  void note_write_failure(const std::string& what);
+  std::unique_ptr<AppendFile> metrics_;
   std::shared_ptr<spdlog::logger> logger_;
+  std::string write_failure_;
 };
 
 }  // namespace causal

@@ -303,11 +303,18 @@ class TrainJob {
       signal_ = interrupts.pending();
       if (ranks_.distributed()) signal_ = static_cast<int>(ranks_.parallel()->max_over_ranks(signal_));
       stopped_ = p.step == request_.stop_at_step;
+      // metrics.jsonl or log.txt could not be written (full disk, I/O error): a last checkpoint, then stop.
+      const bool write_failed = folder_ && !folder_->write_failure().empty();
       if (checkpointer_) {
-        checkpointer_->save(
-            p.step, p.step == steps_, [&] { return training_state(p); }, signal_ || stopped_);
+        try {
+          checkpointer_->save(
+              p.step, p.step == steps_, [&] { return training_state(p); }, signal_ || stopped_ || write_failed);
+        } catch (const CheckpointError& e) {
+          if (write_failed) folder_->throw_write_failure(p.step, std::string("no checkpoint: ") + e.what());
+          throw;
+        }
       }
-      return !signal_ && !stopped_;
+      return !signal_ && !stopped_ && !write_failed;
     };
     if (ranks_.leader()) {
       hooks.on_abort = [&](const AbortedStep& step) {
@@ -334,6 +341,8 @@ class TrainJob {
     const int64_t step = summary_.progress.step;
     TrainOutcome outcome;
     outcome.checkpoint = checkpointer_ ? checkpointer_->last().string() : std::string();
+    if (folder_ && !folder_->write_failure().empty())
+      folder_->throw_write_failure(step, "checkpoint " + outcome.checkpoint);
     if (signal_) {
       const std::string name = signal_ == SIGINT ? "SIGINT" : "SIGTERM";
       log.warn("{} received: stopped after step {}; checkpoint {}", name, step, outcome.checkpoint);
@@ -360,6 +369,7 @@ class TrainJob {
     eval_row["kind"] = "eval";
     eval_row["step"] = step;
     folder_->append_metrics(eval_row);
+    if (!folder_->write_failure().empty()) folder_->throw_write_failure(step, "checkpoint " + outcome.checkpoint);
     folder_->write_json(run_files::kResults, outcome.results);
     log.info(
         "trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "

@@ -2,7 +2,6 @@
 #include "sweep/sweep.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include "core/runtime.h"
 #include "core/subprocess.h"
 #include "io/atomic_file.h"
+#include "io/dir_lock.h"
 #include "io/run_files.h"
 #include "model/autocast_scope.h"
 
@@ -34,36 +34,17 @@ using nlohmann::json;
 
 namespace {
 
-// Signals reach the sweep alone (each point runs in its own process group, so a terminal's Ctrl-C is
-// not delivered twice); the loop forwards each one it sees.
-
 // Held for the whole sweep: two sweeps in one folder would train the same points twice.
-class SweepLock {
- public:
-  explicit SweepLock(const fs::path& out) {
-    const fs::path file = out / ".sweep-lock";
-    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw RunFolderError("cannot open " + file.string() + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      char pid[32] = {};
-      const ssize_t n = ::pread(fd_, pid, sizeof(pid) - 1, 0);
-      ::close(fd_);
-      throw RunFolderError("sweep folder " + out.string() + " is in use by another causal sweep" +
-                           (n > 0 ? " (pid " + std::string(pid, static_cast<size_t>(n)) + ")" : "") +
-                           "; wait for it to end or stop it");
-    }
-    const std::string pid = std::to_string(::getpid());
-    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
-      // The pid is only a hint for the message above; the lock itself holds.
-    }
+std::unique_ptr<DirLock> lock_sweep_folder(const fs::path& out) {
+  const fs::path file = out / ".sweep-lock";
+  std::string holder;
+  std::unique_ptr<DirLock> lock = io_as<RunFolderError>([&] { return DirLock::try_lock(file, &holder); });
+  if (!lock) {
+    throw RunFolderError("sweep folder " + out.string() + " is in use by another causal sweep" +
+                         (holder.empty() ? "" : " (pid " + holder + ")") + "; wait for it to end or stop it");
   }
-  ~SweepLock() { ::close(fd_); }
-  SweepLock(const SweepLock&) = delete;
-  SweepLock& operator=(const SweepLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
+  return lock;
+}
 
 std::optional<json> read_json_if_valid(const fs::path& file) {
   std::ifstream in(file);
@@ -252,7 +233,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const std::vector<SweepPoint>& poi
   std::error_code ec;
   fs::create_directories(out / "logs", ec);
   if (ec) throw RunFolderError("cannot create sweep folder " + out.string() + ": " + ec.message());
-  SweepLock lock(out);
+  const std::unique_ptr<DirLock> lock = lock_sweep_folder(out);
 
   SweepOutcome outcome;
   outcome.points = point_results(out, points, configs, options);

@@ -123,3 +123,25 @@ CATCH_TEST_CASE("invalid checkpoints newer than the one resumed are set aside", 
   CATCH_CHECK(newest_checkpoint_problem(root.path).empty());
   CATCH_CHECK(set_aside_invalid_after(root.path, second).empty());
 }
+
+// A manifest vouches only for files inside its own directory: a listed "../x" whose size and hash match a
+// file outside once made the checkpoint verify (found by review, reproduced by tests/fuzz/fuzz_checkpoint:
+// corpus/checkpoint/crash-manifest-names-a-file-outside).
+CATCH_TEST_CASE("a manifest naming a file outside its checkpoint is refused", "[unit][checkpoint]") {
+  testing::ScratchDir scratch("checkpoint_outside");
+  const fs::path dir = commit(scratch.path, 4);
+  std::ofstream(scratch.path / "outside.txt") << "hello";
+  for (const std::string& name : {std::string("../outside.txt"), scratch.path.string() + "/outside.txt"}) {
+    // sha256("hello"): the listed file matches, only its place is wrong.
+    std::ofstream(dir / "manifest.json")
+        << R"({"step": 4, "files": {")" << name
+        << R"(": {"bytes": 5, "sha256": "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"}}})";
+    try {
+      verify_checkpoint(dir);
+      CATCH_FAIL("verified a manifest listing " + name);
+    } catch (const CheckpointError& e) {
+      CATCH_CHECK(std::string(e.what()).find("not a file name inside") != std::string::npos);
+    }
+  }
+  CATCH_CHECK(!latest_valid_checkpoint(scratch.path));
+}

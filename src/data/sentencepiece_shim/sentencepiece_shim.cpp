@@ -3,6 +3,9 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <exception>
+#include <string>
+
 #include "data/sentencepiece_backend.h"
 
 namespace causal {
@@ -25,8 +28,15 @@ class SentenceSource : public sentencepiece::SentenceIterator {
 class Backend : public SentencePieceBackend {
  public:
   std::string load(const std::string& model) override {
-    const auto status = processor_.LoadFromSerializedProto(model);
-    return status.ok() ? "" : status.ToString();
+    // SentencePiece reports most bad models by status, but its trie builder (darts-clone) throws, e.g. on
+    // an empty piece (found by tests/fuzz/fuzz_sentencepiece): nothing may cross back as an exception.
+    try {
+      const auto status = processor_.LoadFromSerializedProto(model);
+      return status.ok() ? "" : status.ToString();
+    } catch (const std::exception& e) {
+      // The caller refuses the model and discards this backend.
+      return std::string("the model could not be loaded: ") + e.what();
+    }
   }
   int piece_size() const override { return processor_.GetPieceSize(); }
   int bos_id() const override { return processor_.bos_id(); }

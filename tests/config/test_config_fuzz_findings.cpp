@@ -1,0 +1,38 @@
+// Regression tests for what tests/fuzz found in the config layer (docs/faults.md#fuzzing): each input once
+// escaped as an exception that is not a ConfigError (exit 1 instead of 2).
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "config/config_io.h"
+#include "core/errors.h"
+
+using namespace causal;
+
+CATCH_TEST_CASE("config fuzz findings: --set values that are not UTF-8 are ConfigErrors", "[unit][config]") {
+  // fuzz_overrides: the enum error message dumped the value as JSON, which throws on invalid UTF-8.
+  for (const std::string& assignment : {std::string("model.rope.scaling=yaor=4\xff\xff\xff\xff"),
+                                        std::string("name=run\xc3"), std::string("model.ffn=\xfe")}) {
+    RunConfig config;
+    try {
+      apply_override(config, assignment);
+      CATCH_FAIL("accepted " + assignment);
+    } catch (const ConfigError& e) {
+      CATCH_CHECK(std::string(e.what()).find("not valid UTF-8") != std::string::npos);
+    }
+  }
+  // Valid UTF-8 beyond ASCII still passes through to the field.
+  RunConfig config;
+  apply_override(config, "name=caf\xc3\xa9");
+  CATCH_CHECK(config.name == "caf\xc3\xa9");
+}
+
+CATCH_TEST_CASE("config fuzz findings: a d_model whose derived FFN width overflows is a ConfigError",
+                "[unit][config]") {
+  // fuzz_overrides (UBSan): resolve() computed ffn_hidden = 4 * d_model in int64 before validate ran.
+  try {
+    parse_config_text("{}", "defaults", {"model.d_model=4218447037099999999"});
+    CATCH_FAIL("accepted a d_model of 4218447037099999999");
+  } catch (const ConfigError& e) {
+    CATCH_CHECK(std::string(e.what()).find("model.d_model") != std::string::npos);
+  }
+}
