@@ -357,7 +357,7 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
       for (int64_t d = 0; d < header_.document_count; ++d) {
         const uint64_t bytes = load<uint64_t>(doc_bytes_ + 8 * d);
         if (bytes > kMax - total) {
-          throw DataError(where(path) + "document " + std::to_string(d) + " has byte count " +
+          throw DataError(token_file_at(path) + "document " + std::to_string(d) + " has byte count " +
                           std::to_string(bytes) + ", which with those before it exceeds 2^63 - 1: corrupt");
         }
         total += bytes;

@@ -30,9 +30,9 @@ nlohmann::json base_config(const ImportRequest& request, const ModelConfig& mode
             {"data", {{"kind", "text"}, {"seq_len", std::min<int64_t>(256, model.max_seq_len)}}}};
   std::ifstream in(request.config);
   if (!in) throw ConfigError(request.config, "", "cannot open the config file");
-  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false, /*ignore_comments=*/true);
-  if (!json.is_object()) throw ConfigError(request.config, "", "not a JSON object");
-  return json;
+  const nlohmann::json base = nlohmann::json::parse(in, nullptr, false, /*ignore_comments=*/true);
+  if (!base.is_object()) throw ConfigError(request.config, "", "not a JSON object");
+  return base;
 }
 
 // The imported tensors copied into `model`'s parameters; every parameter needs one of the same shape, and
@@ -78,19 +78,19 @@ void check_vocab(const InteropModel& imported, const Task& task, const std::stri
 }  // namespace
 
 std::string import_run(const InteropModel& imported, const std::string& input, const ImportRequest& request) {
-  nlohmann::json json = base_config(request, imported.model);
+  nlohmann::json base = base_config(request, imported.model);
   RunConfig with_model;
   with_model.model = imported.model;
-  json["model"] = config_to_json(with_model).at("model");
+  base["model"] = config_to_json(with_model).at("model");
   const std::string source = request.config.empty() ? input : request.config;
-  const RunConfig config = parse_config_text(json.dump(), source, request.overrides);
+  const RunConfig config = parse_config_text(base.dump(), source, request.overrides);
   if (config.data.kind != DataKind::kText || config.data.train.empty() || config.data.val.empty())
     throw UsageError(
         "import: the run needs its text data (a checkpoint records the training data's identity): "
         "--set data.train=TRAIN.tok --set data.val=VAL.tok, or --config with a text data section");
   const nlohmann::json config_json = config_to_json(config);
   if (config_json.at("model") !=
-      config_to_json(parse_config_text(json.dump(), source, {}, ConfigScope::kModel)).at("model"))
+      config_to_json(parse_config_text(base.dump(), source, {}, ConfigScope::kModel)).at("model"))
     throw UsageError("import: --set may not change model fields: the imported weights fix them");
 
   const c10::Device cpu(c10::kCPU);
