@@ -112,7 +112,9 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
   const fs::path root = scratch("interop_consumers");
   fs::create_directories(root);
   if (python("probe", root / "probe.log") != 0) {
-    std::cout << "SKIPPED: the interop Python packages are missing (" << slurp(root / "probe.log")
+    std::string why = slurp(root / "probe.log");
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    std::cout << "SKIPPED: the interop Python packages are missing (" << why
               << "); install them with: bash -c 'source tools/setup.sh && ensure_interop_python'\n";
     return;
   }
