@@ -4,6 +4,7 @@ the figures written here with causal's own. The product never needs Python.
 
   consumers.py check --docs DOCS.json [--gguf F.gguf] [--hf DIR] --out RESULT.json
   consumers.py make-hf --arch llama|gpt2 --docs DOCS.json --out DIR      (writes DIR and DIR.loss.json)
+  consumers.py make-gguf --hf DIR --out F.gguf                           (gguf-py's writer, from a llama DIR)
 """
 import argparse
 import json
@@ -162,9 +163,53 @@ def make_hf(arch, docs, out):
         json.dump({"loss": nll / count, "tokens": count}, f)
 
 
+def make_gguf(hf_dir, out):
+    """A GGUF file written by gguf-py (llama.cpp's own Python writer) from a transformers Llama, with
+    convert_hf_to_gguf.py's q/k permutation: a file of another origin for `causal import` (no causal.config)."""
+    import gguf
+    from safetensors.torch import load_file
+    with open(hf_dir + "/config.json") as f:
+        c = json.load(f)
+    w = load_file(hf_dir + "/model.safetensors")
+    heads, kv_heads = c["num_attention_heads"], c["num_key_value_heads"]
+
+    def permute(t, n_head):  # transformers' rotate-half rows -> llama.cpp's adjacent pairs, per head
+        return t.reshape(n_head, 2, t.shape[0] // n_head // 2, *t.shape[1:]).swapaxes(1, 2).reshape(t.shape)
+
+    writer = gguf.GGUFWriter(out, "llama")
+    writer.add_context_length(c["max_position_embeddings"])
+    writer.add_embedding_length(c["hidden_size"])
+    writer.add_feed_forward_length(c["intermediate_size"])
+    writer.add_block_count(c["num_hidden_layers"])
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_rope_dimension_count(c["hidden_size"] // heads)
+    writer.add_rope_freq_base(c["rope_theta"])
+    writer.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    writer.add_file_type(0)
+    writer.add_tensor("token_embd.weight", w["model.embed_tokens.weight"].numpy())
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", w[p + "input_layernorm.weight"].numpy())
+        writer.add_tensor(f"blk.{i}.attn_q.weight", permute(w[p + "self_attn.q_proj.weight"], heads).numpy())
+        writer.add_tensor(f"blk.{i}.attn_k.weight", permute(w[p + "self_attn.k_proj.weight"], kv_heads).numpy())
+        writer.add_tensor(f"blk.{i}.attn_v.weight", w[p + "self_attn.v_proj.weight"].numpy())
+        writer.add_tensor(f"blk.{i}.attn_output.weight", w[p + "self_attn.o_proj.weight"].numpy())
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", w[p + "post_attention_layernorm.weight"].numpy())
+        writer.add_tensor(f"blk.{i}.ffn_gate.weight", w[p + "mlp.gate_proj.weight"].numpy())
+        writer.add_tensor(f"blk.{i}.ffn_up.weight", w[p + "mlp.up_proj.weight"].numpy())
+        writer.add_tensor(f"blk.{i}.ffn_down.weight", w[p + "mlp.down_proj.weight"].numpy())
+    writer.add_tensor("output_norm.weight", w["model.norm.weight"].numpy())
+    writer.add_tensor("output.weight", w["lm_head.weight"].numpy())
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["probe", "check", "make-hf"])
+    parser.add_argument("command", choices=["probe", "check", "make-hf", "make-gguf"])
     parser.add_argument("--docs")
     parser.add_argument("--gguf")
     parser.add_argument("--hf")
@@ -180,6 +225,9 @@ def main():
         except ImportError as e:
             print(f"missing {e.name}")
             return 1
+        return 0
+    if args.command == "make-gguf":
+        make_gguf(args.hf, args.out)
         return 0
     with open(args.docs) as f:
         docs = json.load(f)
