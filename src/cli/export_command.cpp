@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "core/errors.h"
 #include "interop/export_source.h"
 #include "interop/gguf_export.h"

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "core/errors.h"
 #include "interop/gguf_import.h"
 #include "interop/hf_import.h"

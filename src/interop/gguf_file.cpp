@@ -14,7 +14,7 @@
 namespace causal {
 namespace {
 
-constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
+constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr uint32_t kVersion = 3;
 
 size_t scalar_size(GgufType type) {
@@ -274,7 +274,7 @@ void write_gguf(const std::string& path, const GgufFile& file) {
     metadata.emplace_back("general.alignment", GgufValue::u32(file.alignment));
   write_file_atomically(path, [&](std::ostream& out) {
     Writer w(out);
-    w.raw<uint32_t>(kMagic);
+    w.raw<uint32_t>(kGgufMagic);
     w.raw<uint32_t>(kVersion);
     w.raw<uint64_t>(file.tensors.size());
     w.raw<uint64_t>(metadata.size());
@@ -305,7 +305,7 @@ GgufFile read_gguf(const std::string& path) {
   if (!in) throw DataError("[gguf] cannot open " + path + ": expected a GGUF file");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   Reader r(bytes, path);
-  if (bytes.size() < 24 || r.raw<uint32_t>() != kMagic) r.fail("not a GGUF file (magic is not \"GGUF\")");
+  if (bytes.size() < 24 || r.raw<uint32_t>() != kGgufMagic) r.fail("not a GGUF file (magic is not \"GGUF\")");
   const uint32_t version = r.raw<uint32_t>();
   if (version != kVersion) r.fail("GGUF version " + std::to_string(version) + ", expected 3");
   const uint64_t n_tensors = r.raw<uint64_t>();

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "interop/export_source.h"
 #include "interop/qk_layout.h"
+#include "interop/tensor_bytes.h"
 #include "interop/vocab.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
@@ -19,12 +20,6 @@
 namespace causal {
 namespace fs = std::filesystem;
 namespace {
-
-at::ScalarType scalar_type(GgufTensorType dtype) {
-  return dtype == GgufTensorType::kF16    ? at::kHalf
-         : dtype == GgufTensorType::kBf16 ? at::kBFloat16
-                                          : at::kFloat;
-}
 
 std::string torch_dtype_name(GgufTensorType dtype) {
   return dtype == GgufTensorType::kF16 ? "float16" : dtype == GgufTensorType::kBf16 ? "bfloat16" : "float32";
@@ -268,7 +263,7 @@ void export_hf(const InteropModel& model, GgufTensorType dtype, const std::strin
   };
   NamedTensors tensors =
       arch == TargetArchitecture::kLlama ? llama_tensors(model, get) : gpt2_tensors(model, get);
-  for (auto& [name, t] : tensors) t = t.to(scalar_type(dtype)).contiguous();
+  for (auto& [name, t] : tensors) t = t.to(scalar_type_of(dtype)).contiguous();
   nlohmann::json config =
       arch == TargetArchitecture::kLlama ? llama_config(model, dtype) : gpt2_config(model, dtype);
   config["causal_config"] = model.config;  // provenance: the run config, read back by `causal import`

@@ -19,7 +19,7 @@ namespace causal {
 namespace fs = std::filesystem;
 namespace {
 
-nlohmann::json read_json(const fs::path& path) {
+nlohmann::json read_hf_json(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path.string(), "", "missing: an HF model folder needs it");
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
@@ -32,7 +32,7 @@ std::map<std::string, at::Tensor> read_weights(const fs::path& dir) {
   if (fs::exists(dir / "model.safetensors")) {
     files.push_back(dir / "model.safetensors");
   } else if (fs::exists(dir / "model.safetensors.index.json")) {
-    const nlohmann::json index = read_json(dir / "model.safetensors.index.json");
+    const nlohmann::json index = read_hf_json(dir / "model.safetensors.index.json");
     std::set<std::string> shards;
     for (const auto& [name, file] : index.at("weight_map").items()) shards.insert(file.get<std::string>());
     for (const std::string& shard : shards) files.push_back(dir / shard);
@@ -89,7 +89,7 @@ class Fields {
 InteropModel import_hf(const std::string& dir_name) {
   const fs::path dir(dir_name);
   const fs::path config_path = dir / "config.json";
-  const nlohmann::json config = read_json(config_path);
+  const nlohmann::json config = read_hf_json(config_path);
   const Fields f(config, config_path.string());
   const std::string type = f.value<std::string>("model_type", "");
   if (type != "llama" && type != "gpt2")

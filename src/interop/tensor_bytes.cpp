@@ -8,9 +8,7 @@
 #include "core/errors.h"
 
 namespace causal {
-namespace {
-
-at::ScalarType scalar_type(GgufTensorType type) {
+at::ScalarType scalar_type_of(GgufTensorType type) {
   switch (type) {
     case GgufTensorType::kF16:
       return at::kHalf;
@@ -21,10 +19,8 @@ at::ScalarType scalar_type(GgufTensorType type) {
   }
 }
 
-}  // namespace
-
 std::string tensor_bytes(const at::Tensor& tensor, GgufTensorType type) {
-  const at::Tensor cast = tensor.to(at::kCPU).to(scalar_type(type)).contiguous();
+  const at::Tensor cast = tensor.to(at::kCPU).to(scalar_type_of(type)).contiguous();
   std::string bytes(static_cast<size_t>(cast.numel() * cast.element_size()), '\0');
   if (!bytes.empty()) std::memcpy(bytes.data(), cast.data_ptr(), bytes.size());
   return bytes;
@@ -32,7 +28,7 @@ std::string tensor_bytes(const at::Tensor& tensor, GgufTensorType type) {
 
 at::Tensor tensor_from_bytes(const std::string& bytes, const std::vector<int64_t>& shape,
                              GgufTensorType type) {
-  at::Tensor out = at::empty(shape, at::TensorOptions().dtype(scalar_type(type)));
+  at::Tensor out = at::empty(shape, at::TensorOptions().dtype(scalar_type_of(type)));
   if (static_cast<size_t>(out.numel() * out.element_size()) != bytes.size())
     throw DataError("[interop] tensor data of " + std::to_string(bytes.size()) +
                     " bytes does not fit its shape");

@@ -17,6 +17,9 @@ std::string tensor_bytes(const at::Tensor& tensor, GgufTensorType type);
 at::Tensor tensor_from_bytes(const std::string& bytes, const std::vector<int64_t>& shape,
                              GgufTensorType type);
 
+// The tensor dtype of an F32, F16 or BF16 GGUF type.
+at::ScalarType scalar_type_of(GgufTensorType type);
+
 // "f32" | "f16" | "bf16" -> the GGUF type; anything else is a UsageError naming --dtype.
 GgufTensorType parse_export_dtype(const std::string& dtype);
 
