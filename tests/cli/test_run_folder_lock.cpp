@@ -27,7 +27,7 @@ const std::string kLockTestFlags =
 
 }  // namespace
 
-CATCH_TEST_CASE("a second writer of a run folder is refused naming the holder; kill -9 frees the folder",
+CATCH_TEST_CASE("a second writer of a run folder is refused naming the holder, and kill -9 frees it",
                 "[e2e][cli]") {
   const fs::path dir = scratch("folder_lock");
   // The holder: a long run, in its loop once metrics.jsonl has rows.
