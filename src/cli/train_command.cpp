@@ -36,11 +36,13 @@ int run_train(const TrainFlags& flags) {
   }
   // A run folder made by `causal import` (or any run) carries its config: continuing it needs no file.
   std::string config_file = flags.config;
-  const std::filesystem::path stored = std::filesystem::path(flags.request.start.run_dir) / run_files::kConfig;
+  const std::filesystem::path stored =
+      std::filesystem::path(flags.request.start.run_dir) / run_files::kConfig;
   if (config_file.empty() && !flags.request.start.run_dir.empty() && std::filesystem::exists(stored))
     config_file = stored.string();
   if (config_file.empty())
-    throw UsageError("train: --config is required (or --replay BUNDLE, or --run-dir of a run with config.json)");
+    throw UsageError(
+        "train: --config is required (or --replay BUNDLE, or --run-dir of a run with config.json)");
   const RunConfig config = load_config(config_file, flags.overrides, ConfigScope::kRun, train_vocab_size);
   if (flags.print_config) {
     std::cout << config_to_string(config) << "\n";

@@ -76,7 +76,8 @@ std::unique_ptr<RunFolder> RunFolder::create(const std::string& requested, const
   if (!requested.empty()) {
     dir = requested;
     // A folder a live run holds is named as such, with its writer's pid, whatever else it holds.
-    if (const std::optional<std::string> holder = DirLock::held_by(dir / run_files::kLock)) throw locked(dir, *holder);
+    if (const std::optional<std::string> holder = DirLock::held_by(dir / run_files::kLock))
+      throw locked(dir, *holder);
     if (!is_empty_or_absent(dir)) {
       throw RunFolderError("run folder " + dir.string() +
                            " already holds a run and no checkpoint of it is being resumed; choose another "

@@ -308,7 +308,8 @@ class TrainJob {
       if (checkpointer_) {
         try {
           checkpointer_->save(
-              p.step, p.step == steps_, [&] { return training_state(p); }, signal_ || stopped_ || write_failed);
+              p.step, p.step == steps_, [&] { return training_state(p); },
+              signal_ || stopped_ || write_failed);
         } catch (const CheckpointError& e) {
           if (write_failed) folder_->throw_write_failure(p.step, std::string("no checkpoint: ") + e.what());
           throw;
@@ -369,7 +370,8 @@ class TrainJob {
     eval_row["kind"] = "eval";
     eval_row["step"] = step;
     folder_->append_metrics(eval_row);
-    if (!folder_->write_failure().empty()) folder_->throw_write_failure(step, "checkpoint " + outcome.checkpoint);
+    if (!folder_->write_failure().empty())
+      folder_->throw_write_failure(step, "checkpoint " + outcome.checkpoint);
     folder_->write_json(run_files::kResults, outcome.results);
     log.info(
         "trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
