@@ -21,7 +21,7 @@ set(src ${CMAKE_SOURCE_DIR}/src)
 file(GLOB CAUSAL_FUZZ_CONFIG_SOURCES CONFIGURE_DEPENDS ${src}/config/*.cpp)
 
 # The parser sources, by what the harnesses share; each an object library compiled once.
-set(CAUSAL_FUZZ_PARTS core config io checkpoint data run)
+set(CAUSAL_FUZZ_PARTS core config io checkpoint data sweep)
 set(CAUSAL_FUZZ_core ${src}/core/errors.cpp)
 set(CAUSAL_FUZZ_config ${CAUSAL_FUZZ_CONFIG_SOURCES})
 set(CAUSAL_FUZZ_io ${src}/io/sha256.cpp ${src}/io/atomic_file.cpp ${src}/io/safetensors_header.cpp)
@@ -31,7 +31,7 @@ set(CAUSAL_FUZZ_data ${src}/data/token_file.cpp ${src}/data/token_import.cpp ${s
   ${src}/data/sentencepiece_tokenizer.cpp ${src}/data/text_encode.cpp
   ${src}/data/sentencepiece_shim/sentencepiece_shim.cpp
   ${CMAKE_SOURCE_DIR}/tests/fuzz/sentencepiece_linked_backend.cpp)
-set(CAUSAL_FUZZ_run ${src}/run/sweep_spec.cpp)
+set(CAUSAL_FUZZ_sweep ${src}/sweep/sweep_spec.cpp)
 foreach(part ${CAUSAL_FUZZ_PARTS})
   add_library(causal_fuzz_${part} OBJECT ${CAUSAL_FUZZ_${part}})
   target_include_directories(causal_fuzz_${part} PRIVATE ${src})
@@ -50,7 +50,7 @@ set(CAUSAL_FUZZ_PARTS_safetensors core io)
 set(CAUSAL_FUZZ_PARTS_checkpoint core io checkpoint)
 set(CAUSAL_FUZZ_PARTS_sentencepiece core config io data)
 set(CAUSAL_FUZZ_PARTS_token_import core config io data)
-set(CAUSAL_FUZZ_PARTS_sweep core config run)
+set(CAUSAL_FUZZ_PARTS_sweep core config io data sweep)
 
 enable_testing()
 foreach(name ${CAUSAL_FUZZ_HARNESSES})

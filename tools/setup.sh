@@ -132,14 +132,18 @@ build_causal() {
   # The preset reads the wheel's torch/ folder from the environment; Debian's preset ignores it.
   local root=""
   [ "$causal_libtorch" = pypi ] && root="$causal_torch_site/torch"
-  if [ ! -f "$build/CMakeCache.txt" ] || ! grep -qx "CAUSAL_TORCH_ROOT:PATH=$root" "$build/CMakeCache.txt"; then
+  if [ ! -f "$build/CMakeCache.txt" ] || [ ! -f "$build/build.ninja" ] ||
+    ! grep -qx "CAUSAL_TORCH_ROOT:PATH=$root" "$build/CMakeCache.txt"; then
     (cd "$causal_root" && CAUSAL_TORCH_ROOT="$root" cmake --preset "$causal_preset" -B "$build" "$@" >/dev/null)
   fi
   local targets=() target
   for target in ${CAUSAL_BUILD_TARGETS:-}; do targets+=(--target "$target"); done
   # The build prints only when it has work to do (or fails).
-  cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" | grep -v "^ninja: no work to do" || true
-  test "${PIPESTATUS[0]}" -eq 0
+  # The build's own status: grep's (1 when it printed nothing) must neither fail a build that worked nor,
+  # through `|| true`, hide one that did not.
+  local status=0
+  cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" | grep -v "^ninja: no work to do" || status=${PIPESTATUS[0]}
+  return "$status"
 }
 
 # Every C++ file of the project must be as clang-format (.clang-format) writes it.

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "run/sweep_spec.h"
+#include "sweep/sweep_spec.h"
 
 using namespace causal;
 
