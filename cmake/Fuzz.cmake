@@ -21,7 +21,7 @@ set(src ${CMAKE_SOURCE_DIR}/src)
 file(GLOB CAUSAL_FUZZ_CONFIG_SOURCES CONFIGURE_DEPENDS ${src}/config/*.cpp)
 
 # The parser sources, by what the harnesses share; each an object library compiled once.
-set(CAUSAL_FUZZ_PARTS core config io checkpoint data sweep)
+set(CAUSAL_FUZZ_PARTS core config io checkpoint data sweep interop)
 set(CAUSAL_FUZZ_core ${src}/core/errors.cpp)
 set(CAUSAL_FUZZ_config ${CAUSAL_FUZZ_CONFIG_SOURCES})
 set(CAUSAL_FUZZ_io ${src}/io/sha256.cpp ${src}/io/atomic_file.cpp ${src}/io/safetensors_header.cpp)
@@ -32,6 +32,10 @@ set(CAUSAL_FUZZ_data ${src}/data/token_file.cpp ${src}/data/token_import.cpp ${s
   ${src}/data/sentencepiece_shim/sentencepiece_shim.cpp
   ${CMAKE_SOURCE_DIR}/tests/fuzz/sentencepiece_linked_backend.cpp)
 set(CAUSAL_FUZZ_sweep ${src}/sweep/sweep_spec.cpp)
+# What import reads before any tensor is converted (the conversions themselves need LibTorch).
+set(CAUSAL_FUZZ_interop ${src}/interop/gguf_file.cpp ${src}/interop/gguf_model_config.cpp
+  ${src}/interop/hf_model_config.cpp ${src}/interop/model_from_provenance.cpp ${src}/interop/tensor_map.cpp
+  ${src}/interop/vocab.cpp)
 foreach(part ${CAUSAL_FUZZ_PARTS})
   add_library(causal_fuzz_${part} OBJECT ${CAUSAL_FUZZ_${part}})
   target_include_directories(causal_fuzz_${part} PRIVATE ${src})
@@ -41,8 +45,8 @@ endforeach()
 target_link_libraries(causal_fuzz_data PRIVATE PkgConfig::SENTENCEPIECE)
 
 # The harnesses: NAME -> the parts it links. A new parser adds its line here and its seed folder under
-# tests/fuzz/corpus/NAME/ (the GGUF and Hugging Face importers, when they land, belong here too).
-set(CAUSAL_FUZZ_HARNESSES config overrides token_file safetensors checkpoint sentencepiece token_import sweep)
+# tests/fuzz/corpus/NAME/.
+set(CAUSAL_FUZZ_HARNESSES config overrides token_file safetensors checkpoint sentencepiece token_import sweep gguf hf)
 set(CAUSAL_FUZZ_PARTS_config core config)
 set(CAUSAL_FUZZ_PARTS_overrides core config)
 set(CAUSAL_FUZZ_PARTS_token_file core config io data)
@@ -51,6 +55,8 @@ set(CAUSAL_FUZZ_PARTS_checkpoint core io checkpoint)
 set(CAUSAL_FUZZ_PARTS_sentencepiece core config io data)
 set(CAUSAL_FUZZ_PARTS_token_import core config io data)
 set(CAUSAL_FUZZ_PARTS_sweep core config io data sweep)
+set(CAUSAL_FUZZ_PARTS_gguf core config io data interop)
+set(CAUSAL_FUZZ_PARTS_hf core config io data interop)
 
 enable_testing()
 foreach(name ${CAUSAL_FUZZ_HARNESSES})

@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "io/atomic_file.h"
+#include "io/json_integer.h"
 #include "io/sha256.h"
 
 namespace causal {
@@ -102,6 +103,10 @@ nlohmann::json verify_checkpoint(const fs::path& dir) {
                               dir.string());
       const fs::path file = dir / name;
       if (!fs::is_regular_file(file)) throw CheckpointError(where + name + " is listed but missing");
+      if (!json_integer_fits<uint64_t>(entry.at("bytes")))
+        throw CheckpointError(
+            where + "manifest.json gives " + name + " a size that is not a byte count: " +
+            entry.at("bytes").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       const auto bytes = entry.at("bytes").get<uint64_t>();
       if (fs::file_size(file) != bytes) {
         throw CheckpointError(where + name + " has " + std::to_string(fs::file_size(file)) +

@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "io/json_integer.h"
 
 namespace causal {
 
@@ -57,6 +58,11 @@ nlohmann::json tokenizer_info_to_json(const TokenizerInfo& info) {
 
 TokenizerInfo tokenizer_info_from_json(const nlohmann::json& json, const std::string& where) {
   try {
+    for (const char* key : {"vocab_size", "bos_id", "eos_id", "pad_id"}) {
+      if (!json_integer_fits<int64_t>(json.at(key)))
+        throw DataError("[tokenizer] " + where + ": malformed tokenizer record (" + key +
+                        " is not an integer)");
+    }
     TokenizerInfo info;
     info.name = json.at("name").get<std::string>();
     info.vocab_size = json.at("vocab_size").get<int64_t>();

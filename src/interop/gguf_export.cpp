@@ -9,7 +9,7 @@
 #include "config/config_io.h"
 #include "core/errors.h"
 #include "interop/export_source.h"
-#include "interop/qk_layout.h"
+#include "interop/mapped_tensors.h"
 #include "interop/tensor_bytes.h"
 #include "interop/vocab.h"
 
@@ -115,66 +115,15 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
   }
   md.emplace_back("causal.config", GgufValue::string(model.config.dump()));
 
-  auto get = [&](const std::string& name) -> at::Tensor {
-    const auto it = model.tensors.find(name);
-    if (it == model.tensors.end()) throw CheckpointError("[export] " + source + ": no tensor " + name);
-    return it->second;
-  };
   // 1-D tensors (norms, biases) stay F32 whatever --dtype says: llama.cpp applies them in F32.
-  auto put = [&](const std::string& name, const at::Tensor& t) {
+  const char* skip = std::getenv(kSkipQkPermutationEnv);
+  const RopePairing pairing =
+      skip && std::string(skip) == "1" ? m.rope.pairing : file_rope_pairing(InteropFormat::kGguf);
+  for (const auto& [name, t] :
+       file_tensors(tensor_map(InteropFormat::kGguf, arch, m), m, pairing, model.tensors, source)) {
     const GgufTensorType type = t.dim() == 1 ? GgufTensorType::kF32 : dtype;
     file.tensors.push_back({name, t.sizes().vec(), type, tensor_bytes(t, type)});
-  };
-  // A causal bias that is absent (model.bias false) is zero in gpt2, which always adds one.
-  auto bias_or_zero = [&](const std::string& name, int64_t size) {
-    const auto it = model.tensors.find(name);
-    return it == model.tensors.end() ? at::zeros({size}) : it->second;
-  };
-  const char* skip = std::getenv(kSkipQkPermutationEnv);
-  const bool permute = m.rope.pairing == RopePairing::kHalves && !(skip && std::string(skip) == "1");
-
-  put("token_embd.weight", get("embed." + m.inputs[0].name + ".weight"));
-  if (arch == TargetArchitecture::kGpt2) put("position_embd.weight", get("pos_embed.weight"));
-  for (int64_t i = 0; i < m.n_layers; ++i) {
-    const std::string b = "blocks." + std::to_string(i) + ".";
-    const std::string g = "blk." + std::to_string(i) + ".";
-    if (arch == TargetArchitecture::kLlama) {
-      at::Tensor q = get(b + "attn.q_proj.weight"), k = get(b + "attn.k_proj.weight");
-      if (permute) {
-        q = halves_to_interleaved(q, m.n_heads);
-        k = halves_to_interleaved(k, m.n_kv_heads);
-      }
-      put(g + "attn_norm.weight", get(b + "attn_norm.weight"));
-      put(g + "attn_q.weight", q);
-      put(g + "attn_k.weight", k);
-      put(g + "attn_v.weight", get(b + "attn.v_proj.weight"));
-      put(g + "attn_output.weight", get(b + "attn.o_proj.weight"));
-      put(g + "ffn_norm.weight", get(b + "ffn_norm.weight"));
-      put(g + "ffn_gate.weight", get(b + "ffn.gate_proj.weight"));
-      put(g + "ffn_up.weight", get(b + "ffn.up_proj.weight"));
-      put(g + "ffn_down.weight", get(b + "ffn.down_proj.weight"));
-    } else {
-      const int64_t d = m.d_model;
-      put(g + "attn_norm.weight", get(b + "attn_norm.weight"));
-      put(g + "attn_norm.bias", bias_or_zero(b + "attn_norm.bias", d));
-      put(g + "attn_qkv.weight", at::cat({get(b + "attn.q_proj.weight"), get(b + "attn.k_proj.weight"),
-                                          get(b + "attn.v_proj.weight")}));
-      put(g + "attn_qkv.bias",
-          at::cat({bias_or_zero(b + "attn.q_proj.bias", d), bias_or_zero(b + "attn.k_proj.bias", d),
-                   bias_or_zero(b + "attn.v_proj.bias", d)}));
-      put(g + "attn_output.weight", get(b + "attn.o_proj.weight"));
-      put(g + "attn_output.bias", bias_or_zero(b + "attn.o_proj.bias", d));
-      put(g + "ffn_norm.weight", get(b + "ffn_norm.weight"));
-      put(g + "ffn_norm.bias", bias_or_zero(b + "ffn_norm.bias", d));
-      put(g + "ffn_up.weight", get(b + "ffn.fc_in.weight"));
-      put(g + "ffn_up.bias", bias_or_zero(b + "ffn.fc_in.bias", m.ffn_hidden));
-      put(g + "ffn_down.weight", get(b + "ffn.fc_out.weight"));
-      put(g + "ffn_down.bias", bias_or_zero(b + "ffn.fc_out.bias", d));
-    }
   }
-  put("output_norm.weight", get("final_norm.weight"));
-  if (arch == TargetArchitecture::kGpt2) put("output_norm.bias", bias_or_zero("final_norm.bias", m.d_model));
-  if (!m.tie_embeddings) put("output.weight", get("head.weight"));
   return file;
 }
 

@@ -348,7 +348,9 @@ GgufFile read_gguf(const std::string& path) {
     GgufTensor& t = file.tensors[i];
     uint64_t size = static_cast<uint64_t>(gguf_element_size(t.type));
     for (int64_t d : t.shape) {
-      if (d < 0 || (d > 0 && size > bytes.size() / static_cast<uint64_t>(d)))
+      // An empty tensor has no bytes of its own: written back it would share its offset with the next.
+      if (d == 0) r.fail("tensor " + t.name + " has an empty dimension");
+      if (d < 0 || size > bytes.size() / static_cast<uint64_t>(d))
         r.fail("tensor " + t.name + " is larger than the file");
       size *= static_cast<uint64_t>(d);
     }

@@ -1,5 +1,5 @@
-// HF layout writing: transformers' Llama (rotate-halves q/k rows) and GPT-2 (Conv1D weights, stored
-// transposed, and one fused c_attn) conventions.
+// HF layout writing: config.json, the tokenizer files and the weights under transformers' names
+// (interop/tensor_map.h: Llama's rotate-halves q/k rows, GPT-2's transposed Conv1D weights and fused c_attn).
 #include "interop/hf_export.h"
 
 #include <ATen/ATen.h>
@@ -11,7 +11,7 @@
 
 #include "core/errors.h"
 #include "interop/export_source.h"
-#include "interop/qk_layout.h"
+#include "interop/mapped_tensors.h"
 #include "interop/tensor_bytes.h"
 #include "interop/vocab.h"
 #include "io/atomic_file.h"
@@ -88,73 +88,6 @@ nlohmann::json gpt2_config(const InteropModel& model, GgufTensorType dtype) {
       {"torch_dtype", torch_dtype_name(dtype)}};
   c.update(special_ids(model));
   return c;
-}
-
-NamedTensors llama_tensors(const InteropModel& model,
-                           const std::function<at::Tensor(const std::string&)>& get) {
-  const ModelConfig& m = model.model;
-  NamedTensors out;
-  out.emplace_back("model.embed_tokens.weight", get("embed." + m.inputs[0].name + ".weight"));
-  const bool permute = m.rope.pairing == RopePairing::kInterleaved;
-  for (int64_t i = 0; i < m.n_layers; ++i) {
-    const std::string b = "blocks." + std::to_string(i) + ".", h = "model.layers." + std::to_string(i) + ".";
-    at::Tensor q = get(b + "attn.q_proj.weight"), k = get(b + "attn.k_proj.weight");
-    if (permute) {
-      q = interleaved_to_halves(q, m.n_heads);
-      k = interleaved_to_halves(k, m.n_kv_heads);
-    }
-    out.emplace_back(h + "input_layernorm.weight", get(b + "attn_norm.weight"));
-    out.emplace_back(h + "self_attn.q_proj.weight", q);
-    out.emplace_back(h + "self_attn.k_proj.weight", k);
-    out.emplace_back(h + "self_attn.v_proj.weight", get(b + "attn.v_proj.weight"));
-    out.emplace_back(h + "self_attn.o_proj.weight", get(b + "attn.o_proj.weight"));
-    out.emplace_back(h + "post_attention_layernorm.weight", get(b + "ffn_norm.weight"));
-    out.emplace_back(h + "mlp.gate_proj.weight", get(b + "ffn.gate_proj.weight"));
-    out.emplace_back(h + "mlp.up_proj.weight", get(b + "ffn.up_proj.weight"));
-    out.emplace_back(h + "mlp.down_proj.weight", get(b + "ffn.down_proj.weight"));
-  }
-  out.emplace_back("model.norm.weight", get("final_norm.weight"));
-  if (!m.tie_embeddings) out.emplace_back("lm_head.weight", get("head.weight"));
-  return out;
-}
-
-NamedTensors gpt2_tensors(const InteropModel& model,
-                          const std::function<at::Tensor(const std::string&)>& get) {
-  const ModelConfig& m = model.model;
-  auto bias = [&](const std::string& name, int64_t size) {
-    const auto it = model.tensors.find(name);
-    return it == model.tensors.end() ? at::zeros({size}) : it->second;
-  };
-  const int64_t d = m.d_model;
-  NamedTensors out;
-  out.emplace_back("transformer.wte.weight", get("embed." + m.inputs[0].name + ".weight"));
-  out.emplace_back("transformer.wpe.weight", get("pos_embed.weight"));
-  for (int64_t i = 0; i < m.n_layers; ++i) {
-    const std::string b = "blocks." + std::to_string(i) + ".", h = "transformer.h." + std::to_string(i) + ".";
-    out.emplace_back(h + "ln_1.weight", get(b + "attn_norm.weight"));
-    out.emplace_back(h + "ln_1.bias", bias(b + "attn_norm.bias", d));
-    // Conv1D keeps (in, out): every Linear weight goes in transposed.
-    out.emplace_back(
-        h + "attn.c_attn.weight",
-        at::cat({get(b + "attn.q_proj.weight"), get(b + "attn.k_proj.weight"), get(b + "attn.v_proj.weight")})
-            .t()
-            .contiguous());
-    out.emplace_back(h + "attn.c_attn.bias",
-                     at::cat({bias(b + "attn.q_proj.bias", d), bias(b + "attn.k_proj.bias", d),
-                              bias(b + "attn.v_proj.bias", d)}));
-    out.emplace_back(h + "attn.c_proj.weight", get(b + "attn.o_proj.weight").t().contiguous());
-    out.emplace_back(h + "attn.c_proj.bias", bias(b + "attn.o_proj.bias", d));
-    out.emplace_back(h + "ln_2.weight", get(b + "ffn_norm.weight"));
-    out.emplace_back(h + "ln_2.bias", bias(b + "ffn_norm.bias", d));
-    out.emplace_back(h + "mlp.c_fc.weight", get(b + "ffn.fc_in.weight").t().contiguous());
-    out.emplace_back(h + "mlp.c_fc.bias", bias(b + "ffn.fc_in.bias", m.ffn_hidden));
-    out.emplace_back(h + "mlp.c_proj.weight", get(b + "ffn.fc_out.weight").t().contiguous());
-    out.emplace_back(h + "mlp.c_proj.bias", bias(b + "ffn.fc_out.bias", d));
-  }
-  out.emplace_back("transformer.ln_f.weight", get("final_norm.weight"));
-  out.emplace_back("transformer.ln_f.bias", bias("final_norm.bias", d));
-  if (!m.tie_embeddings) out.emplace_back("lm_head.weight", get("head.weight"));
-  return out;
 }
 
 // tokenizer.json for the bytes tokenizer: a byte-level BPE without merges, so every byte is one token.
@@ -256,13 +189,8 @@ void export_hf(const InteropModel& model, GgufTensorType dtype, const std::strin
   if (fs::exists(target))
     throw UsageError("--out " + out +
                      ": already exists; the HF export writes a new folder (remove it first)");
-  auto get = [&](const std::string& name) -> at::Tensor {
-    const auto it = model.tensors.find(name);
-    if (it == model.tensors.end()) throw CheckpointError("[export] " + source + ": no tensor " + name);
-    return it->second;
-  };
-  NamedTensors tensors =
-      arch == TargetArchitecture::kLlama ? llama_tensors(model, get) : gpt2_tensors(model, get);
+  NamedTensors tensors = file_tensors(tensor_map(InteropFormat::kHf, arch, model.model), model.model,
+                                      file_rope_pairing(InteropFormat::kHf), model.tensors, source);
   for (auto& [name, t] : tensors) t = t.to(scalar_type_of(dtype)).contiguous();
   nlohmann::json config =
       arch == TargetArchitecture::kLlama ? llama_config(model, dtype) : gpt2_config(model, dtype);

@@ -12,6 +12,7 @@
 
 #include "config/model_config.h"
 #include "data/tokenizer.h"
+#include "interop/tensor_map.h"
 
 namespace causal {
 
@@ -28,9 +29,5 @@ struct InteropModel {
   std::string origin;                         // export: the checkpoint's config.json (named in errors)
   std::vector<std::string> vocab_pieces;      // import: the file's vocab, id -> piece (empty: none in it)
 };
-
-// The architecture a model is written as: llama (RMSNorm, RoPE, SwiGLU, no biases) or gpt2 (LayerNorm,
-// learned positions, GELU).
-enum class TargetArchitecture { kLlama, kGpt2 };
 
 }  // namespace causal

@@ -36,4 +36,17 @@ ModelConfig model_from_provenance(const ModelConfig& f, const nlohmann::json& pr
   return p;
 }
 
+ImportedConfig imported_config(TargetArchitecture arch, const ModelConfig& from_file,
+                               const nlohmann::json& provenance, const std::string& path) {
+  RunConfig check;
+  check.model = from_file;
+  validate(check, path, ConfigScope::kModel);
+  ImportedConfig out;
+  out.arch = arch;
+  bool restored = false;
+  out.model = model_from_provenance(from_file, provenance, &restored);
+  if (restored) out.config = provenance;
+  return out;
+}
+
 }  // namespace causal

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/model_config.h"
+#include "interop/tensor_map.h"
 
 namespace causal {
 
@@ -15,5 +16,18 @@ namespace causal {
 // Sets `*restored` to whether the provenance was used.
 ModelConfig model_from_provenance(const ModelConfig& from_file, const nlohmann::json& provenance,
                                   bool* restored);
+
+// What an importer reads from a file before any tensor: the model and how the file writes it.
+struct ImportedConfig {
+  TargetArchitecture arch = TargetArchitecture::kLlama;
+  ModelConfig model;      // validated
+  nlohmann::json config;  // the stored run config when it was restored, else null
+};
+
+// Validates `from_file` as a model section (a file's hyperparameters are untrusted: zero heads, or sizes
+// whose products overflow, are a ConfigError naming `path` before any shape is computed from them), then
+// refines it with the provenance as model_from_provenance does.
+ImportedConfig imported_config(TargetArchitecture arch, const ModelConfig& from_file,
+                               const nlohmann::json& provenance, const std::string& path);
 
 }  // namespace causal

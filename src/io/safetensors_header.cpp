@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "io/json_integer.h"
 
 namespace causal {
 namespace {
@@ -27,10 +28,17 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name, c
   e.name = name;
   try {
     e.dtype = value.at("dtype").get<std::string>();
-    e.shape = value.at("shape").get<std::vector<int64_t>>();
+    const nlohmann::json& shape = value.at("shape");
+    if (!shape.is_array()) throw CheckpointError(bad + "has a malformed entry: shape must be an array");
+    for (const nlohmann::json& d : shape) {
+      if (!json_integer_fits<int64_t>(d))
+        throw CheckpointError(bad + "has a malformed entry: shape must hold integers");
+    }
+    e.shape = shape.get<std::vector<int64_t>>();
     const nlohmann::json& offsets = value.at("data_offsets");
-    if (!offsets.is_array() || offsets.size() != 2)
-      throw CheckpointError(bad + "has a malformed entry: data_offsets must be [begin, end]");
+    if (!offsets.is_array() || offsets.size() != 2 || !json_integer_fits<uint64_t>(offsets.at(0)) ||
+        !json_integer_fits<uint64_t>(offsets.at(1)))
+      throw CheckpointError(bad + "has a malformed entry: data_offsets must be [begin, end], whole numbers");
     e.begin = offsets.at(0).get<uint64_t>();
     e.end = offsets.at(1).get<uint64_t>();
   } catch (const nlohmann::json::exception& ex) {

@@ -145,3 +145,20 @@ CATCH_TEST_CASE("a manifest naming a file outside its checkpoint is refused", "[
   }
   CATCH_CHECK(!latest_valid_checkpoint(scratch.path));
 }
+
+// tests/fuzz/fuzz_checkpoint (UBSan): a byte count written as a float (2.2e82) was cast to uint64 by
+// nlohmann's get<>(), undefined behaviour (corpus/checkpoint/crash-manifest-bytes-float-out-of-range).
+CATCH_TEST_CASE("a manifest whose byte count is not a whole number is refused", "[unit][checkpoint]") {
+  testing::ScratchDir scratch("checkpoint_bytes");
+  const fs::path dir = commit(scratch.path, 4);
+  for (const std::string& bytes : {std::string("2.2e82"), std::string("-5"), std::string("5.0")}) {
+    std::ofstream(dir / "manifest.json")
+        << R"({"step": 4, "files": {"state.json": {"bytes": )" << bytes << R"(, "sha256": "00"}}})";
+    try {
+      verify_checkpoint(dir);
+      CATCH_FAIL("verified a manifest with bytes " + bytes);
+    } catch (const CheckpointError& e) {
+      CATCH_CHECK(std::string(e.what()).find("not a byte count") != std::string::npos);
+    }
+  }
+}

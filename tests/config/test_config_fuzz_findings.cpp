@@ -1,5 +1,5 @@
-// Regression tests for what tests/fuzz found in the config layer (docs/faults.md#fuzzing): each input once
-// escaped as an exception that is not a ConfigError (exit 1 instead of 2).
+// Regression tests for what tests/fuzz found in the config layer (docs/faults.md#fuzzing): inputs that once
+// escaped as an exception that is not a ConfigError (exit 1 instead of 2), or took minutes to refuse.
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -34,5 +34,19 @@ CATCH_TEST_CASE("config fuzz findings: a d_model whose derived FFN width overflo
     CATCH_FAIL("accepted a d_model of 4218447037099999999");
   } catch (const ConfigError& e) {
     CATCH_CHECK(std::string(e.what()).find("model.d_model") != std::string::npos);
+  }
+}
+
+CATCH_TEST_CASE("config fuzz findings: an n_heads far above d_model is refused with a bounded hint search",
+                "[unit][config]") {
+  // fuzz_overrides (timeout): the "n_heads that divide it" hint counted down from n_heads - 1 to a divisor
+  // of d_model, 4.3 billion steps for this input (about 5 minutes).
+  try {
+    parse_config_text("{}", "defaults", {"model.d_model=64", "model.n_heads=4299999999"});
+    CATCH_FAIL("accepted n_heads 4299999999");
+  } catch (const ConfigError& e) {
+    CATCH_CHECK(std::string(e.what()).find("model.n_heads") != std::string::npos);
+    // The hint still names the nearest divisor: d_model itself.
+    CATCH_CHECK(std::string(e.what()).find("n_heads that divide it: 64") != std::string::npos);
   }
 }

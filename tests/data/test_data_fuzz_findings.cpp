@@ -3,12 +3,14 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/errors.h"
 #include "data/sentencepiece_backend.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "data/token_file.h"
+#include "data/tokenizer.h"
 
 using namespace causal;
 
@@ -41,5 +43,16 @@ CATCH_TEST_CASE("data fuzz findings: a model SentencePiece's trie builder throws
     CATCH_FAIL("loaded the model");
   } catch (const DataError& e) {
     CATCH_CHECK(std::string(e.what()).find("not a SentencePiece model") != std::string::npos);
+  }
+}
+
+// Found while fixing the manifest's byte count (the same nlohmann cast): a tokenizer record, read from a
+// token file's header or a run folder, with a float id was cast to int64, undefined behaviour out of range.
+CATCH_TEST_CASE("data fuzz findings: a tokenizer record with a float id is a DataError", "[unit][data]") {
+  for (const char* value : {"1e300", "2.5", "\"3\""}) {
+    const nlohmann::json record =
+        nlohmann::json::parse(std::string(R"({"name": "bytes", "vocab_size": 259, "bos_id": )") + value +
+                              R"(, "eos_id": 257, "pad_id": 258, "model_sha256": ""})");
+    CATCH_CHECK_THROWS_AS(tokenizer_info_from_json(record, "t.tok"), DataError);
   }
 }

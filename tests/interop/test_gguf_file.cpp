@@ -97,4 +97,11 @@ CATCH_TEST_CASE("gguf: quantized tensors, other versions and truncated files are
   refused_with(version, "GGUF version 2, expected 3");
   refused_with(bytes.substr(0, bytes.size() - 40), "runs past the end");
   refused_with("GGML" + bytes.substr(4), "not a GGUF file");
+  // tests/fuzz/fuzz_gguf: an empty tensor was read, but written back it shared its offset with the next
+  // one, and the copy was refused as overlapping (corpus/gguf/crash-empty-tensor-written-back-overlaps).
+  std::string empty = bytes;
+  const size_t dim = empty.find("b.weight") + 8 + 4;  // b.weight's one dimension, 7
+  CATCH_REQUIRE(empty[dim] == 7);
+  empty[dim] = 0;
+  refused_with(empty, "tensor b.weight has an empty dimension");
 }

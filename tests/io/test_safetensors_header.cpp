@@ -52,6 +52,13 @@ CATCH_TEST_CASE("safetensors header: hostile headers are CheckpointErrors", "[un
               std::string::npos);
   CATCH_CHECK(header_error_of(header_file_with(R"({"a":[]})", 0)).find("malformed entry") !=
               std::string::npos);
+  // Floats where integers belong were cast by nlohmann's get<>(), undefined behaviour out of range.
+  CATCH_CHECK(
+      header_error_of(header_file_with(R"({"a":{"dtype":"F32","shape":[2e82],"data_offsets":[0,0]}})", 0))
+          .find("shape must hold integers") != std::string::npos);
+  CATCH_CHECK(
+      header_error_of(header_file_with(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4e30]}})", 0))
+          .find("whole numbers") != std::string::npos);
   CATCH_CHECK(
       header_error_of(header_file_with(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})", 4))
           .find("data_offsets must be") != std::string::npos);

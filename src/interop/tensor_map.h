@@ -1,0 +1,38 @@
+// Which tensor of a GGUF or HF file holds which causal parameter, and how: one table per architecture
+// with a column per format, read by both export and import. Knows shapes and names, not tensors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+
+namespace causal {
+
+// The architecture a model is written as: llama (RMSNorm, RoPE, SwiGLU, no biases) or gpt2 (LayerNorm,
+// learned positions, GELU).
+enum class TargetArchitecture { kLlama, kGpt2 };
+
+enum class InteropFormat { kGguf, kHf };
+
+// One causal parameter and the file tensor it lives in.
+struct MappedTensor {
+  std::string causal;               // causal's parameter name (docs/model.md)
+  std::string file;                 // the file's tensor name
+  std::vector<int64_t> file_shape;  // the whole file tensor's shape, as the file stores it
+  bool transposed = false;          // stored (in, out): transformers' GPT-2 Conv1D
+  // The parameter is rows [part * n / parts, (part + 1) * n / parts) of the file tensor (transposed back
+  // first): GPT-2's q, k and v share one fused tensor. Slices of one tensor are adjacent in the map.
+  int64_t part = 0, parts = 1;
+  int64_t rotary_heads = 0;  // q/k rows: heads whose RoPE pairs are renumbered when the pairings differ
+  bool bias = false;         // absent from a model without biases: zeros in the file
+};
+
+// How llama's q/k rows pair dims in `format`: llama.cpp rotates adjacent pairs, transformers rotate halves.
+RopePairing file_rope_pairing(InteropFormat format);
+
+// Every tensor of `m` (a validated config) written as `arch` in `format`, in file order.
+std::vector<MappedTensor> tensor_map(InteropFormat format, TargetArchitecture arch, const ModelConfig& m);
+
+}  // namespace causal
