@@ -5,35 +5,15 @@
 
 #include "core/errors.h"
 #include "interop/export_source.h"
+#include "support/small_model.h"
 
 using namespace causal;
 
 namespace {
 
-ModelConfig llama_model() {
-  ModelConfig m;
-  m.inputs = {InputField{"token", 259}};
-  m.output_vocab = 259;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.ffn = FfnKind::kSwiglu;
-  m.norm = NormKind::kRmsNorm;
-  m.position = PositionKind::kRope;
-  m.bias = false;
-  return m;
-}
+ModelConfig llama_model() { return testing::small_llama_model(259); }
 
-ModelConfig gpt2_model() {
-  ModelConfig m;
-  m.inputs = {InputField{"token", 259}};
-  m.output_vocab = 259;
-  m.n_kv_heads = m.n_heads;
-  m.ffn = FfnKind::kGelu;
-  m.norm = NormKind::kLayerNorm;
-  m.position = PositionKind::kLearned;
-  m.tie_embeddings = true;
-  return m;
-}
+ModelConfig gpt2_model() { return testing::small_gpt2_model(259); }
 
 void check_refused(const ModelConfig& m, const std::string& field, const std::string& value) {
   for (const std::string format : {"gguf", "hf"}) {

@@ -10,26 +10,14 @@
 #include "interop/gguf_export.h"
 #include "interop/gguf_import.h"
 #include "model/transformer.h"
+#include "support/small_model.h"
 
 using namespace causal;
 
 namespace {
 
 ModelConfig halves_llama() {
-  ModelConfig m;
-  m.inputs = {InputField{"token", 259}};
-  m.output_vocab = 259;
-  m.d_model = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.ffn = FfnKind::kSwiglu;
-  m.ffn_hidden = 64;
-  m.norm = NormKind::kRmsNorm;
-  m.position = PositionKind::kRope;
-  m.max_seq_len = 16;
-  m.bias = false;
-  m.init_std = 0.2;
+  ModelConfig m = testing::small_llama_model(259);
   m.rope.original_max_seq_len = 16;
   m.rope.pairing = RopePairing::kHalves;
   return m;

@@ -10,24 +10,11 @@
 #include "interop/gguf_model_config.h"
 #include "interop/hf_model_config.h"
 #include "interop/tensor_map.h"
+#include "support/small_model.h"
 
 using namespace causal;
 
 namespace {
-
-ModelConfig small(int64_t layers, bool tied) {
-  ModelConfig m;
-  m.inputs = {InputField{"token", 50}};
-  m.output_vocab = 50;
-  m.d_model = 8;
-  m.n_layers = layers;
-  m.n_heads = 2;
-  m.n_kv_heads = 1;
-  m.ffn_hidden = 24;
-  m.max_seq_len = 16;
-  m.tie_embeddings = tied;
-  return m;
-}
 
 // A llama GGUF file's metadata with one tensor, the embedding.
 GgufFile llama_gguf() {
@@ -62,26 +49,29 @@ std::string config_error(const std::function<void()>& f) {
 
 CATCH_TEST_CASE("tensor map: every parameter once, fused and transposed where the format says",
                 "[unit][interop]") {
-  const ModelConfig m = small(2, false);
+  const ModelConfig m = testing::small_llama_model(50);
   const auto llama = tensor_map(InteropFormat::kGguf, TargetArchitecture::kLlama, m);
   CATCH_CHECK(llama.size() == 1 + 9 * 2 + 1 + 1);  // embedding, blocks, final norm, untied head
   CATCH_CHECK(llama[2].causal == "blocks.0.attn.q_proj.weight");
   CATCH_CHECK(llama[2].file == "blk.0.attn_q.weight");
-  CATCH_CHECK(llama[2].rotary_heads == 2);
-  CATCH_CHECK(llama[3].rotary_heads == 1);  // k: the kv heads
-  CATCH_CHECK(llama[3].file_shape == std::vector<int64_t>{4, 8});
-  CATCH_CHECK(tensor_map(InteropFormat::kHf, TargetArchitecture::kLlama, small(2, true)).size() == 20);
+  CATCH_CHECK(llama[2].rotary_heads == 4);
+  CATCH_CHECK(llama[3].rotary_heads == 2);  // k: the kv heads
+  CATCH_CHECK(llama[3].file_shape == std::vector<int64_t>{16, 32});
+  ModelConfig tied = m;
+  tied.tie_embeddings = true;
+  CATCH_CHECK(tensor_map(InteropFormat::kHf, TargetArchitecture::kLlama, tied).size() == 20);
 
-  const auto gpt2 = tensor_map(InteropFormat::kHf, TargetArchitecture::kGpt2, m);
+  const auto gpt2 = tensor_map(InteropFormat::kHf, TargetArchitecture::kGpt2, testing::small_gpt2_model(50));
   int fused = 0;
   for (const MappedTensor& t : gpt2) {
     if (t.file != "transformer.h.1.attn.c_attn.weight") continue;
     CATCH_CHECK(t.transposed);
-    CATCH_CHECK(t.file_shape == std::vector<int64_t>{8, 24});  // Conv1D: (in, out)
+    CATCH_CHECK(t.file_shape == std::vector<int64_t>{32, 96});  // Conv1D: (in, out)
     CATCH_CHECK(t.part == fused++);
   }
   CATCH_CHECK(fused == 3);
-  for (const MappedTensor& t : tensor_map(InteropFormat::kGguf, TargetArchitecture::kGpt2, m))
+  for (const MappedTensor& t :
+       tensor_map(InteropFormat::kGguf, TargetArchitecture::kGpt2, testing::small_gpt2_model(50)))
     CATCH_CHECK_FALSE(t.transposed);
 }
 

@@ -6,6 +6,7 @@
 
 #include "interop/qk_layout.h"
 #include "model/transformer.h"
+#include "support/small_model.h"
 
 using namespace causal;
 
@@ -27,20 +28,7 @@ CATCH_TEST_CASE("qk layout: halves_to_interleaved moves row i+dk/2 next to row i
 
 CATCH_TEST_CASE("qk layout: a halves model equals the interleaved model with permuted q/k rows (GQA)",
                 "[unit][interop]") {
-  ModelConfig m;
-  m.inputs = {InputField{"token", 50}};
-  m.output_vocab = 50;
-  m.d_model = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.ffn = FfnKind::kSwiglu;
-  m.ffn_hidden = 64;
-  m.norm = NormKind::kRmsNorm;
-  m.position = PositionKind::kRope;
-  m.max_seq_len = 16;
-  m.bias = false;
-  m.init_std = 0.2;  // large weights: a wrong layout changes the logits far above rounding
+  ModelConfig m = testing::small_llama_model(50);
   m.rope.original_max_seq_len = 16;
   m.rope.pairing = RopePairing::kHalves;
   torch::manual_seed(3);

@@ -26,4 +26,37 @@ inline ModelConfig small_text_model(AttentionKind kernel, int64_t block) {
   return c;
 }
 
+// The two shapes export writes (docs/export.md): llama (RMSNorm, SwiGLU, RoPE, no biases, untied) and gpt2
+// (LayerNorm, GELU, learned positions, biases, tied). Vocab `vocab`, d_model 32, 2 layers, 4 heads (llama: 2
+// KV heads), FFN 64, 16 positions; init_std 0.2, so a wrong weight layout moves logits far above rounding.
+inline ModelConfig small_llama_model(int64_t vocab) {
+  ModelConfig c;
+  c.inputs = {InputField{"token", vocab}};
+  c.output_vocab = vocab;
+  c.d_model = 32;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.ffn = FfnKind::kSwiglu;
+  c.ffn_hidden = 64;
+  c.norm = NormKind::kRmsNorm;
+  c.position = PositionKind::kRope;
+  c.max_seq_len = 16;
+  c.bias = false;
+  c.tie_embeddings = false;
+  c.init_std = 0.2;
+  return c;
+}
+
+inline ModelConfig small_gpt2_model(int64_t vocab) {
+  ModelConfig c = small_llama_model(vocab);
+  c.n_kv_heads = c.n_heads;
+  c.ffn = FfnKind::kGelu;
+  c.norm = NormKind::kLayerNorm;
+  c.position = PositionKind::kLearned;
+  c.bias = true;
+  c.tie_embeddings = true;
+  return c;
+}
+
 }  // namespace causal::testing
