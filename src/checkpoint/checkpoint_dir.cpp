@@ -102,15 +102,20 @@ nlohmann::json verify_checkpoint(const fs::path& dir) {
         throw CheckpointError(where + "manifest.json lists '" + name + "', not a file name inside " +
                               dir.string());
       const fs::path file = dir / name;
-      if (!fs::is_regular_file(file)) throw CheckpointError(where + name + " is listed but missing");
+      // The error_code forms: a listed name the file system refuses (too long) is a missing file, not a
+      // filesystem_error escaping the reader.
+      std::error_code ec;
+      if (!fs::is_regular_file(file, ec)) throw CheckpointError(where + name + " is listed but missing");
+      const uintmax_t size = fs::file_size(file, ec);
+      if (ec) throw CheckpointError(where + name + " is listed but unreadable: " + ec.message());
       if (!json_integer_fits<uint64_t>(entry.at("bytes")))
         throw CheckpointError(
             where + "manifest.json gives " + name + " a size that is not a byte count: " +
             entry.at("bytes").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       const auto bytes = entry.at("bytes").get<uint64_t>();
-      if (fs::file_size(file) != bytes) {
-        throw CheckpointError(where + name + " has " + std::to_string(fs::file_size(file)) +
-                              " bytes, the manifest says " + std::to_string(bytes));
+      if (size != bytes) {
+        throw CheckpointError(where + name + " has " + std::to_string(size) + " bytes, the manifest says " +
+                              std::to_string(bytes));
       }
       if (io_as<CheckpointError>([&] { return sha256_file(file.string()); }) !=
           entry.at("sha256").get<std::string>()) {

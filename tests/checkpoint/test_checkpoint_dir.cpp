@@ -162,3 +162,14 @@ CATCH_TEST_CASE("a manifest whose byte count is not a whole number is refused", 
     }
   }
 }
+
+// tests/fuzz/fuzz_checkpoint: a listed name longer than the file system allows made is_regular_file throw
+// std::filesystem::error out of the reader (corpus/checkpoint/crash-manifest-name-too-long).
+CATCH_TEST_CASE("a manifest listing a name too long for the file system is refused", "[unit][checkpoint]") {
+  testing::ScratchDir scratch("checkpoint_long_name");
+  const fs::path dir = commit(scratch.path, 4);
+  std::ofstream(dir / "manifest.json")
+      << R"({"step": 4, "files": {")" << std::string(5000, 'B') << R"(": {"bytes": 5, "sha256": "00"}}})";
+  CATCH_CHECK_THROWS_WITH(verify_checkpoint(dir), Catch::Matchers::Contains("is listed but missing"));
+  CATCH_CHECK(!latest_valid_checkpoint(scratch.path));
+}
