@@ -70,8 +70,9 @@ std::string nearby_divisors(int64_t n, int64_t near) {
   for (int64_t d = std::min(near - 1, n), steps = 0; d >= 1 && below == 0 && steps < kSteps; --d, ++steps) {
     if (n % d == 0) below = d;
   }
-  for (int64_t d = near + 1, steps = 0; d <= n && above == 0 && steps < kSteps; ++d, ++steps) {
-    if (n % d == 0) above = d;
+  // Counted as near + steps <= n, which cannot overflow even for near = n = 2^63 - 1.
+  for (int64_t steps = 1; steps <= kSteps && above == 0 && near <= n - steps; ++steps) {
+    if (n % (near + steps) == 0) above = near + steps;
   }
   std::string out;
   if (below > 0) out += str(below);

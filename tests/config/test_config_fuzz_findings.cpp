@@ -50,3 +50,14 @@ CATCH_TEST_CASE("config fuzz findings: an n_heads far above d_model is refused w
     CATCH_CHECK(std::string(e.what()).find("n_heads that divide it: 64") != std::string::npos);
   }
 }
+
+CATCH_TEST_CASE("config fuzz findings: an n_heads of 2^63 - 1 gets its hint without overflow",
+                "[unit][config]") {
+  // fuzz_hf (UBSan): the upward search began at n_heads + 1, a signed overflow for 2^63 - 1.
+  try {
+    parse_config_text("{}", "defaults", {"model.d_model=64", "model.n_heads=9223372036854775807"});
+    CATCH_FAIL("accepted n_heads 2^63 - 1");
+  } catch (const ConfigError& e) {
+    CATCH_CHECK(std::string(e.what()).find("n_heads that divide it: 64") != std::string::npos);
+  }
+}
