@@ -13,6 +13,7 @@ StopSignalScope::StopSignalScope(SignalHandler handler) {
 }
 
 StopSignalScope::~StopSignalScope() {
+  if (!restore_) return;
   sigaction(SIGINT, &previous_int_, nullptr);
   sigaction(SIGTERM, &previous_term_, nullptr);
 }

@@ -16,7 +16,11 @@ class StopSignalScope {
   StopSignalScope(const StopSignalScope&) = delete;
   StopSignalScope& operator=(const StopSignalScope&) = delete;
 
+  // Leaves this scope's handler installed after it ends: for a process already on its way out.
+  void keep_installed() { restore_ = false; }
+
  private:
+  bool restore_ = true;
   struct sigaction previous_int_ {};
   struct sigaction previous_term_ {};
 };

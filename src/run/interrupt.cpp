@@ -32,6 +32,10 @@ SignalHandler cleared_handler() {
 
 InterruptGuard::InterruptGuard() : handlers_(cleared_handler()) {}
 
+InterruptGuard::~InterruptGuard() {
+  if (g_pending.load() != 0) handlers_.keep_installed();
+}
+
 int InterruptGuard::pending() const { return g_pending.load(); }
 
 }  // namespace causal

@@ -7,10 +7,13 @@
 
 namespace causal {
 
-// Installs the handlers for its lifetime and restores the previous ones after. One at a time.
+// Installs the handlers for its lifetime and restores the previous ones after, unless a signal came: then
+// they stay, so that a second signal during the way out (the last checkpoint, the exit) still exits at
+// once with 128 + signal instead of dying by the default action. One at a time.
 class InterruptGuard {
  public:
   InterruptGuard();
+  ~InterruptGuard();
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 
