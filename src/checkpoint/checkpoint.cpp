@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/optim_compat.h"
 #include "core/rng_state.h"
+#include "core/shape_text.h"
 #include "io/atomic_file.h"
 #include "io/run_files.h"
 #include "io/safetensors.h"
@@ -44,12 +45,6 @@ std::map<std::string, at::Tensor> by_name(NamedTensors tensors) {
   std::map<std::string, at::Tensor> map;
   for (auto& [name, tensor] : tensors) map.emplace(name, std::move(tensor));
   return map;
-}
-
-std::string shape_text(at::IntArrayRef sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? "," : "") + std::to_string(sizes[i]);
-  return text + "]";
 }
 
 void flatten(const nlohmann::json& value, const std::string& path,
@@ -234,9 +229,9 @@ void load_model_weights(const fs::path& dir, torch::nn::Module& model) {
     const at::Tensor& p = item.value();
     if (found->second.sizes() != p.sizes() || found->second.scalar_type() != p.scalar_type()) {
       throw CheckpointError("[checkpoint] " + file + ": " + item.key() + " is " +
-                            shape_text(found->second.sizes()) + " " +
+                            shape_text(found->second.sizes().vec()) + " " +
                             c10::toString(found->second.scalar_type()) + ", the model needs " +
-                            shape_text(p.sizes()) + " " + c10::toString(p.scalar_type()));
+                            shape_text(p.sizes().vec()) + " " + c10::toString(p.scalar_type()));
     }
   }
   for (const auto& [name, tensor] : stored) {
@@ -258,8 +253,8 @@ void load_optimizer_state(const fs::path& dir, torch::nn::Module& model, torch::
     at::Tensor t = found->second;
     stored.erase(found);
     if (like.defined() && (t.sizes() != like.sizes() || t.scalar_type() != like.scalar_type())) {
-      throw CheckpointError("[checkpoint] " + file + ": " + name + " is " + shape_text(t.sizes()) +
-                            ", the parameter is " + shape_text(like.sizes()));
+      throw CheckpointError("[checkpoint] " + file + ": " + name + " is " + shape_text(t.sizes().vec()) +
+                            ", the parameter is " + shape_text(like.sizes().vec()));
     }
     return like.defined() ? t.to(like.device()) : t;
   };

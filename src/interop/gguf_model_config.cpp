@@ -2,15 +2,10 @@
 #include "interop/gguf_model_config.h"
 
 #include "core/errors.h"
+#include "core/shape_text.h"
 
 namespace causal {
 namespace {
-
-std::string gguf_shape_text(const std::vector<int64_t>& shape) {
-  std::string out;
-  for (int64_t d : shape) out += (out.empty() ? "" : ",") + std::to_string(d);
-  return "(" + out + ")";
-}
 
 class Keys {
  public:
@@ -72,7 +67,7 @@ ImportedConfig gguf_model_config(const GgufFile& file, const std::string& path) 
   if (!embed) throw ConfigError(path, "token_embd.weight", "missing tensor");
   if (embed->shape.size() != 2)
     throw ConfigError(path, "token_embd.weight",
-                      "shape " + gguf_shape_text(embed->shape) + ", expected (vocab, d)");
+                      "shape " + shape_text(embed->shape) + ", expected [vocab,d_model]");
   m.inputs = {InputField{"token", embed->shape[0]}};
   m.output_vocab = embed->shape[0];
   m.tie_embeddings = file.tensor("output.weight") == nullptr;
@@ -125,7 +120,7 @@ const GgufTensor& gguf_tensor_for(const GgufFile& file, const MappedTensor& row,
   if (!t) throw ConfigError(path, row.file, "missing tensor");
   if (t->shape != row.file_shape)
     throw ConfigError(path, row.file,
-                      "shape " + gguf_shape_text(t->shape) + ", expected " + gguf_shape_text(row.file_shape) +
+                      "shape " + shape_text(t->shape) + ", expected " + shape_text(row.file_shape) +
                           " from the hyperparameters");
   return *t;
 }

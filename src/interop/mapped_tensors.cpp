@@ -44,8 +44,15 @@ std::map<std::string, at::Tensor> causal_tensors(const std::vector<MappedTensor>
                                                  const std::function<at::Tensor(const MappedTensor&)>& fetch,
                                                  const std::string& path) {
   std::map<std::string, at::Tensor> out;
+  // The slices of a fused tensor are adjacent rows: its file tensor is read and converted once for them.
+  const MappedTensor* fetched_row = nullptr;
+  at::Tensor fetched;
   for (const MappedTensor& row : map) {
-    at::Tensor t = fetch(row);
+    if (!fetched_row || fetched_row->file != row.file) {
+      fetched = fetch(row);
+      fetched_row = &row;
+    }
+    at::Tensor t = fetched;
     if (row.transposed) t = t.t();
     if (row.parts > 1) {
       const int64_t rows = t.size(0) / row.parts;
