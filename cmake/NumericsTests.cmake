@@ -1,6 +1,6 @@
 # The numerics matrix (docs/numerics.md): the test cases tagged [numerics] (comparisons of two
 # computations that differ only in rounding) again under each BLAS and ATen kernel type this CPU runs, with
-# 1 and 2 threads; `ctest -L numerics`. Included from the CAUSAL_TESTS block, after the test binaries exist.
+# 1 and 2 threads; `ctest -L numerics`. Included from the CAUSAL_TESTS block, after the test binary exists.
 
 # The BLAS inside LibTorch, set before this file is included: "openblas" (Debian's libtorch) or "mkl"
 # (PyPI's torch wheel).
@@ -32,7 +32,7 @@ endif()
 list(APPEND causal_numerics_kernels ${causal_numerics_aten_kernels})
 
 # Entries per kernel type and thread count, as name=Catch test spec; a name's first word is the test
-# folder whose binary runs. The flash cases have entries of their own (`ctest -L numerics -R flash`).
+# folder whose cases the spec selects. The flash cases have entries of their own (`ctest -L numerics -R flash`).
 # "-w NoTests" fails an entry whose spec no longer selects any case, so a folder that loses its [numerics]
 # cases is noticed here. dist trains real 2-rank models (about 15 s an entry): it runs in two entries only,
 # the BLAS's oldest kernels with 1 thread and ATen's with 2.
@@ -43,8 +43,8 @@ set(causal_numerics_slow_kernels "OPENBLAS_CORETYPE=Prescott threads=1" "MKL_ENA
   "ATEN_CPU_CAPABILITY=default threads=2")
 
 # This CPU's flags, read at configure time: a kernel type it cannot execute is not registered (OpenBLAS
-# would stop on an illegal instruction). At run time the test binaries also check that the kernel they
-# were asked for is the one running, and print "SKIPPED: why" when it is not.
+# would stop on an illegal instruction). At run time the test binary also checks that the kernel it was
+# asked for is the one running, and prints "SKIPPED: why" when it is not.
 set(causal_cpu_flags " ")
 if(EXISTS /proc/cpuinfo)
   file(STRINGS /proc/cpuinfo causal_flag_lines REGEX "^flags[ \t]*:" LIMIT_COUNT 1)
@@ -79,13 +79,21 @@ foreach(kernel ${causal_numerics_kernels})
     foreach(entry ${entries})
       string(REGEX REPLACE "=.*" "" label "${entry}")
       string(REGEX REPLACE "^[^=]*=" "" spec "${entry}")
+      # The test binary holds every folder: Catch's file-name tags (-#) keep the spec to the folder's files.
       string(REGEX REPLACE "/.*" "" area "${label}")
+      file(GLOB area_files ${CMAKE_SOURCE_DIR}/tests/${area}/*.cpp)
+      set(file_specs)
+      foreach(file ${area_files})
+        get_filename_component(stem ${file} NAME_WE)
+        list(APPEND file_specs "[#${stem}]${spec}")
+      endforeach()
+      string(JOIN "," spec ${file_specs})
       # Entries go to a CTest script (as catch_discover_tests writes its own) so that their names may hold
       # spaces without CMP0110. A Catch warning inside a test is indented: only the binary's own
       # first-column "SKIPPED: " line skips an entry.
       set(name "numerics: ${label} ${setting} threads=${threads}")
       string(APPEND causal_numerics_script
-        "add_test([=[${name}]=] [=[$<TARGET_FILE:causal_tests_${area}>]=] [=[${spec}]=] -w NoTests)\n"
+        "add_test([=[${name}]=] [=[$<TARGET_FILE:causal_tests>]=] -# [=[${spec}]=] -w NoTests)\n"
         "set_tests_properties([=[${name}]=] PROPERTIES LABELS numerics TIMEOUT 600\n"
         "  WORKING_DIRECTORY [=[${CMAKE_SOURCE_DIR}]=] SKIP_REGULAR_EXPRESSION \"(^|\\n)SKIPPED: \"\n"
         "  ENVIRONMENT [=[CAUSAL_CACHE_DIR=${CAUSAL_TEST_CACHE_DIR};CAUSAL_TEST_THREADS=${threads};${setting}]=])\n")

@@ -11,6 +11,7 @@
 #include "interop/hf_model_config.h"
 #include "interop/mapped_tensors.h"
 #include "interop/vocab.h"
+#include "io/atomic_file.h"
 #include "io/safetensors.h"
 
 namespace causal {
