@@ -31,14 +31,16 @@ else()
 endif()
 list(APPEND causal_numerics_kernels ${causal_numerics_aten_kernels})
 
-# Entries per kernel type and thread count, as name=Catch test spec; a name's first word is the test
-# folder whose cases the spec selects. The flash cases have entries of their own (`ctest -L numerics -R flash`).
-# "-w NoTests" fails an entry whose spec no longer selects any case, so a folder that loses its [numerics]
-# cases is noticed here. dist trains real 2-rank models (about 15 s an entry): it runs in two entries only,
-# the BLAS's oldest kernels with 1 thread and ATen's with 2.
-set(causal_numerics_entries "model/flash=[numerics][flash]" "model=[numerics]~[flash]" "task=[numerics]"
-  "train=[numerics]" "run=[numerics]")
-set(causal_numerics_slow_entries "dist=[numerics]")
+# Entries per kernel type and thread count, as name=Catch test spec over the one test binary; a name is the
+# test folder whose cases the tags select. The flash cases have entries of their own (`ctest -L numerics -R
+# flash`). "run" takes every [numerics] case the other specs leave, so a new case is never left out (tag it
+# to move it). "-w NoTests" fails an entry or a comma-separated part of one that selects no case, so one that
+# loses its cases is noticed here. dist trains real 2-rank models (about 15 s an entry): it runs in two
+# entries only, the BLAS's oldest kernels with 1 thread and ATen's with 2.
+set(causal_numerics_entries "model/flash=[numerics][flash]"
+  "model=[numerics][model]~[flash],[numerics][attention]~[flash]" "task=[numerics][text],[numerics][parity]"
+  "train=[numerics][train]" "run=[numerics]~[flash]~[model]~[attention]~[text]~[parity]~[train]~[dist]")
+set(causal_numerics_slow_entries "dist=[numerics][dist]")
 set(causal_numerics_slow_kernels "OPENBLAS_CORETYPE=Prescott threads=1" "MKL_ENABLE_INSTRUCTIONS=SSE4_2 threads=1"
   "ATEN_CPU_CAPABILITY=default threads=2")
 
@@ -79,21 +81,12 @@ foreach(kernel ${causal_numerics_kernels})
     foreach(entry ${entries})
       string(REGEX REPLACE "=.*" "" label "${entry}")
       string(REGEX REPLACE "^[^=]*=" "" spec "${entry}")
-      # The test binary holds every folder: Catch's file-name tags (-#) keep the spec to the folder's files.
-      string(REGEX REPLACE "/.*" "" area "${label}")
-      file(GLOB area_files ${CMAKE_SOURCE_DIR}/tests/${area}/*.cpp)
-      set(file_specs)
-      foreach(file ${area_files})
-        get_filename_component(stem ${file} NAME_WE)
-        list(APPEND file_specs "[#${stem}]${spec}")
-      endforeach()
-      string(JOIN "," spec ${file_specs})
       # Entries go to a CTest script (as catch_discover_tests writes its own) so that their names may hold
       # spaces without CMP0110. A Catch warning inside a test is indented: only the binary's own
       # first-column "SKIPPED: " line skips an entry.
       set(name "numerics: ${label} ${setting} threads=${threads}")
       string(APPEND causal_numerics_script
-        "add_test([=[${name}]=] [=[$<TARGET_FILE:causal_tests>]=] -# [=[${spec}]=] -w NoTests)\n"
+        "add_test([=[${name}]=] [=[$<TARGET_FILE:causal_tests>]=] [=[${spec}]=] -w NoTests)\n"
         "set_tests_properties([=[${name}]=] PROPERTIES LABELS numerics TIMEOUT 600\n"
         "  WORKING_DIRECTORY [=[${CMAKE_SOURCE_DIR}]=] SKIP_REGULAR_EXPRESSION \"(^|\\n)SKIPPED: \"\n"
         "  ENVIRONMENT [=[CAUSAL_CACHE_DIR=${CAUSAL_TEST_CACHE_DIR};CAUSAL_TEST_THREADS=${threads};${setting}]=])\n")
