@@ -186,8 +186,8 @@ prepare_bundled_data() {
 
 # Test-only Python packages for the interop checks (tests/interop, label interop): transformers, which must
 # import the pinned torch wheel above rather than bring its own, and llama-cpp-python, compiled once per
-# machine from PyPI's source distribution (CPU only; llama.cpp takes about 10 minutes on 2 cores). The
-# product never needs them. Each goes to a temporary folder first, so an interrupted install leaves nothing.
+# machine from PyPI's source distribution (CPU only, without the multimodal library the checks never load;
+# both packages took 168 s on 2 cores, 2026-12-03). The product never needs them. Each goes to a temporary folder first, so an interrupted install leaves nothing.
 causal_interop_home="${CAUSAL_INTEROP_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/causal/interop-py3.11}"
 causal_interop_site="$causal_interop_home/site"
 causal_interop_packages=("transformers==4.57.1" "sentencepiece==0.2.1" "protobuf<6" "gguf==0.17.1")
@@ -213,10 +213,10 @@ ensure_interop_python() {
     touch "$causal_interop_home/transformers.ok"
   fi
   if [ ! -f "$causal_interop_home/llama_cpp.ok" ]; then
-    echo "[setup] interop: building $causal_llama_cpp_python from source (CPU only, about 10 minutes on" \
+    echo "[setup] interop: building $causal_llama_cpp_python from source (CPU only, a few minutes on" \
       "2 cores; the compiler's progress follows)" >&2
     rm -rf "$causal_interop_home/llama.partial"
-    CMAKE_ARGS="-DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF -DGGML_NATIVE=ON -DLLAMA_CURL=OFF" \
+    CMAKE_ARGS="-DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAVA_BUILD=OFF" \
       CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" PYTHONPATH="$causal_torch_site" \
       "${pip[@]}" -v --no-deps --target "$causal_interop_home/llama.partial" "$causal_llama_cpp_python" \
       diskcache >&2
