@@ -187,7 +187,8 @@ prepare_bundled_data() {
 # Test-only Python packages for the interop checks (tests/interop, label interop): transformers, which must
 # import the pinned torch wheel above rather than bring its own, and llama-cpp-python, compiled once per
 # machine from PyPI's source distribution (CPU only, without the multimodal library the checks never load;
-# both packages took 168 s on 2 cores, 2026-12-03). The product never needs them. Each goes to a temporary folder first, so an interrupted install leaves nothing.
+# both packages took 168 s on 2 cores, 2026-12-03). The product never needs them. Each goes to a temporary
+# folder first, so an interrupted install leaves nothing.
 causal_interop_home="${CAUSAL_INTEROP_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/causal/interop-py3.11}"
 causal_interop_site="$causal_interop_home/site"
 causal_interop_packages=("transformers==4.57.1" "sentencepiece==0.2.1" "protobuf<6" "gguf==0.17.1")
