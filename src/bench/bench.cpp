@@ -28,19 +28,19 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 struct StepTimes {
   double forward = 0.0, backward = 0.0, optimizer = 0.0, total = 0.0;
   int64_t tokens = 0;
 };
 
 }  // namespace
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
 
 nlohmann::json BenchResult::to_json() const {
   return {{"ms_per_step", ms_per_step},
@@ -70,7 +70,9 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
   model->to(device);
   model->train();
   auto optimizer = make_adamw(*model, config.train.optimizer);
-  result.matmul_peak_gflops = measure_matmul_peak(device, products_dtype(config.model.autocast)) / 1e9;
+  if (options.measure_peak) {
+    result.matmul_peak_gflops = measure_matmul_peak(device, products_dtype(config.model.autocast)) / 1e9;
+  }
 
   std::vector<StepTimes> timed;
   const int64_t total_steps = options.warmup + options.steps;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "core/runtime.h"
@@ -12,8 +13,9 @@
 namespace causal {
 
 struct BenchOptions {
-  int64_t steps = 20;  // timed optimizer steps
-  int64_t warmup = 5;  // untimed steps first (allocator, caches, first-call costs)
+  int64_t steps = 20;        // timed optimizer steps
+  int64_t warmup = 5;        // untimed steps first (allocator, caches, first-call costs)
+  bool measure_peak = true;  // false: matmul_peak_gflops and mfu stay 0
 };
 
 // Medians over the timed steps, except the peak (best over sizes) and memory (peak so far).
@@ -36,6 +38,9 @@ struct BenchResult {
 // Builds the model, optimizer and training batches as `causal train` would (same task, same step) and
 // times `warmup + steps` steps. Throws what train_run throws for a bad config or data.
 BenchResult run_bench(const RunConfig& config, const BenchOptions& options);
+
+// The median of timings; 0 for none.
+double median(std::vector<double> values);
 
 // The human-readable table of a result.
 std::string format_bench(const BenchResult& result, const RunConfig& config);

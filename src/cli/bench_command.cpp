@@ -6,6 +6,7 @@
 
 #include "bench/bench.h"
 #include "bench/bench_describe.h"
+#include "bench/bench_suggest.h"
 #include "bench/matmul_peak.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -25,6 +26,8 @@ struct BenchFlags {
   bool json = false;
   bool matmul_peak = false;
   bool describe = false;
+  bool suggest = false;
+  bool steps_given = false, warmup_given = false;  // --suggest has shorter defaults of its own
 };
 
 int run_bench_command(const BenchFlags& flags) {
@@ -48,6 +51,21 @@ int run_bench_command(const BenchFlags& flags) {
     std::cout << describe_bench(config).dump(2) << "\n" << std::flush;
     return kExitOk;
   }
+  if (flags.suggest) {
+    SuggestOptions options;
+    if (flags.steps_given) options.bench.steps = flags.options.steps;
+    if (flags.warmup_given) options.bench.warmup = flags.options.warmup;
+    const auto load = [&flags](const std::vector<std::string>& extra) {
+      std::vector<std::string> overrides = flags.overrides;
+      overrides.insert(overrides.end(), extra.begin(), extra.end());
+      return load_config(flags.config, overrides, ConfigScope::kRun, train_vocab_size);
+    };
+    const auto progress = [](const std::string& line) { std::cerr << "... " << line << "\n" << std::flush; };
+    const Suggestion suggestion = suggest_speed(config, load, options, progress);
+    std::cout << (flags.json ? suggestion.to_json().dump() + "\n" : format_suggestion(suggestion))
+              << std::flush;
+    return kExitOk;
+  }
   const BenchResult result = run_bench(config, flags.options);
   std::cout << (flags.json ? result.to_json().dump() + "\n" : format_bench(result, config)) << std::flush;
   return kExitOk;
@@ -65,26 +83,41 @@ Command add_bench_command(CLI::App& app) {
       "measured in this process, peak memory. See docs/bench.md.");
   bench->add_option("--config", flags->config, "Config file (docs/config.md); required unless --matmul-peak");
   bench->add_option("--set", flags->overrides, kSetHelp);
-  bench->add_option("--steps", flags->options.steps, "Timed steps")
-      ->capture_default_str()
-      ->check(at_least(1));
-  bench->add_option("--warmup", flags->options.warmup, "Untimed steps before them")
-      ->capture_default_str()
-      ->check(at_least(0));
+  CLI::Option* steps = bench->add_option("--steps", flags->options.steps, "Timed steps")
+                           ->capture_default_str()
+                           ->check(at_least(1));
+  CLI::Option* warmup = bench->add_option("--warmup", flags->options.warmup, "Untimed steps before them")
+                            ->capture_default_str()
+                            ->check(at_least(0));
   bench->add_flag(
       "--json", flags->json,
       "Print one JSON object with exactly the keys tokens_per_s, ms_per_step, forward_ms, backward_ms, "
-      "optimizer_ms, achieved_gflops, matmul_peak_gflops, mfu, peak_rss_mib, threads");
-  bench->add_flag("--matmul-peak", flags->matmul_peak,
-                  "Print only the measured matmul peak in GFLOP/s (on the config's device, else the CPU) and "
-                  "exit; export it as CAUSAL_MATMUL_PEAK_GFLOPS to spare runs started together the "
-                  "measurement (docs/bench.md)");
-  bench->add_flag("--describe", flags->describe,
-                  "Print, instead of timing, one JSON object with what bench derives from the config: "
-                  "sequence_length, inspect (the `inspect --json` figures at that context, FLOPs per token "
-                  "included), parameters (name, shape, AdamW group and its weight decay) and lr (each step's "
-                  "learning rate); for baselines such as tools/bench-pytorch (docs/bench.md)");
-  return {bench, [flags] { return run_bench_command(*flags); }};
+      "optimizer_ms, achieved_gflops, matmul_peak_gflops, mfu, peak_rss_mib, threads; with --suggest, "
+      "the variants and the suggestion (docs/bench.md)");
+  CLI::Option* peak = bench->add_flag(
+      "--matmul-peak", flags->matmul_peak,
+      "Print only the measured matmul peak in GFLOP/s (on the config's device, else the CPU) and "
+      "exit; export it as CAUSAL_MATMUL_PEAK_GFLOPS to spare runs started together the "
+      "measurement (docs/bench.md)");
+  CLI::Option* describe = bench->add_flag(
+      "--describe", flags->describe,
+      "Print, instead of timing, one JSON object with what bench derives from the config: "
+      "sequence_length, inspect (the `inspect --json` figures at that context, FLOPs per token "
+      "included), parameters (name, shape, AdamW group and its weight decay) and lr (each step's "
+      "learning rate); for baselines such as tools/bench-pytorch (docs/bench.md)");
+  bench
+      ->add_flag("--suggest", flags->suggest,
+                 "Time the config as written against its other attention kernels (reference, sdpa) and "
+                 "products dtypes (float32, bf16), in 2 alternating rounds of 10 timed steps after 3 "
+                 "untimed ones (unless --steps and --warmup say otherwise), and print the --set lines of "
+                 "the fastest when it is at least 1.05x faster; changes nothing (docs/bench.md)")
+      ->excludes(peak)
+      ->excludes(describe);
+  return {bench, [flags, steps, warmup] {
+            flags->steps_given = steps->count() > 0;
+            flags->warmup_given = warmup->count() > 0;
+            return run_bench_command(*flags);
+          }};
 }
 
 }  // namespace causal::cli

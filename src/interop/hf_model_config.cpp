@@ -10,8 +10,8 @@ namespace {
 
 class Fields {
  public:
-  Fields(const nlohmann::json& json, std::string path, std::string prefix = "")
-      : json_(json), path_(std::move(path)), prefix_(std::move(prefix)) {}
+  Fields(const nlohmann::json& object, std::string path, std::string prefix = "")
+      : json_(object), path_(std::move(path)), prefix_(std::move(prefix)) {}
   bool has(const std::string& key) const { return json_.contains(key) && !json_.at(key).is_null(); }
   const nlohmann::json& at(const std::string& key) const {
     if (!has(key))

@@ -167,6 +167,28 @@ CATCH_TEST_CASE("bench --json prints exactly the documented figures", "[unit][cl
   CATCH_CHECK(j["matmul_peak_gflops"].get<double>() > 1);
 }
 
+// bench --suggest times real variants and names one of them (or none); it writes nothing.
+CATCH_TEST_CASE("bench --suggest times every variant and suggests one of them or the config", "[unit][cli]") {
+  const Result r = run_causal("bench --config configs/retrieval.json --suggest --steps 2 --warmup 1 --json");
+  CATCH_INFO(r.err);
+  CATCH_REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CATCH_REQUIRE(j["variants"].size() == 4);
+  CATCH_CHECK(j["variants"][0]["overrides"].empty());
+  std::vector<nlohmann::json> candidates;
+  for (const auto& v : j["variants"]) {
+    CATCH_INFO(v.dump());
+    CATCH_CHECK(v["tokens_per_s"].size() == 2);  // two rounds
+    CATCH_CHECK(v["median_tokens_per_s"].get<double>() > 0);
+    candidates.push_back(v["overrides"]);
+  }
+  CATCH_CHECK(std::find(candidates.begin(), candidates.end(), j["suggested"]["overrides"]) !=
+              candidates.end());
+  CATCH_CHECK(j["suggested"]["ratio"].get<double>() >= (j["suggested"]["overrides"].empty() ? 1.0 : 1.05));
+  const Result both = run_causal("bench --config configs/retrieval.json --suggest --matmul-peak");
+  CATCH_CHECK(both.code == 2);
+}
+
 // A command that fails prints its one error line and nothing on stdout that looks like success.
 CATCH_TEST_CASE("report that cannot be written says only why, with exit 2", "[unit][cli]") {
   const fs::path dir = scratch("report_blocked");
