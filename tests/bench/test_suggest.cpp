@@ -49,7 +49,7 @@ CATCH_TEST_CASE("suggest: the variants are the other attention and precision set
 }
 
 CATCH_TEST_CASE(
-    "suggest: the fastest variant wins only past the margin; failures and a failed baseline never",
+    "suggest: the fastest variant wins only past the margin, never a failed one or a failed baseline",
     "[unit][bench]") {
   std::vector<VariantResult> results{measured({}, 1000.0), measured({"a"}, 1040.0), measured({"b"}, 1200.0),
                                      measured({"c"}, 1100.0)};
