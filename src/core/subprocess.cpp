@@ -89,7 +89,11 @@ std::string Subprocess::describe() const {
   return "stopped";
 }
 
-ForwardedSignals::ForwardedSignals() : seen_(g_signal_count), scope_(count_signal) {}
+ForwardedSignals::ForwardedSignals() : first_(g_signal_count), seen_(first_), scope_(count_signal) {}
+
+ForwardedSignals::~ForwardedSignals() {
+  if (g_signal_count != first_) scope_.keep_installed();
+}
 
 ForwardedSignals::Arrived ForwardedSignals::take() {
   const int count = g_signal_count;

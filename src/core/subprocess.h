@@ -48,10 +48,15 @@ class Subprocess {
 };
 
 // SIGINT and SIGTERM counted while in scope, for a parent that forwards them to its children. One scope
-// at a time per process.
+// at a time per process. After a scope that counted a signal, the counting handler stays installed: the
+// parent is on its way to exit with 128 + signal, and a second signal while it writes its summary must not
+// kill it with the default action instead.
 class ForwardedSignals {
  public:
   ForwardedSignals();
+  ~ForwardedSignals();
+  ForwardedSignals(const ForwardedSignals&) = delete;
+  ForwardedSignals& operator=(const ForwardedSignals&) = delete;
   struct Arrived {
     int count = 0;   // signals since the last take()
     int signal = 0;  // the newest of them (0 when none)
@@ -59,7 +64,8 @@ class ForwardedSignals {
   Arrived take();
 
  private:
-  int seen_;  // read before the handler is installed: earlier signals are not this scope's
+  int first_;  // read before the handler is installed: earlier signals are not this scope's
+  int seen_;
   StopSignalScope scope_;
 };
 

@@ -1,7 +1,9 @@
-// The training loop's signal handlers: what stays installed after the loop, with and without a signal.
+// The signal handlers of the training loop and of a parent that forwards signals (the --nproc launcher, the
+// sweep): what stays installed after their scope, with and without a signal.
 #include <catch2/catch.hpp>
 #include <csignal>
 
+#include "core/subprocess.h"
 #include "run/interrupt.h"
 
 namespace {
@@ -34,6 +36,25 @@ CATCH_TEST_CASE("after a signal the handlers outlive the loop, so a second one s
     CATCH_CHECK(guard.pending() == SIGTERM);
   }
   // With the default action back, a second SIGTERM while the process exits would kill it by signal.
+  CATCH_CHECK(current_handler(SIGTERM) != SIG_DFL);
+  CATCH_CHECK(current_handler(SIGINT) != SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGINT, SIG_DFL);
+}
+
+CATCH_TEST_CASE("a forwarding parent's handler is restored without a signal and kept after one",
+                "[unit][run]") {
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGINT, SIG_DFL);
+  { causal::ForwardedSignals quiet; }
+  CATCH_CHECK(current_handler(SIGTERM) == SIG_DFL);
+  {
+    causal::ForwardedSignals signals;
+    std::raise(SIGINT);
+    const causal::ForwardedSignals::Arrived arrived = signals.take();
+    CATCH_CHECK(arrived.count == 1);
+    CATCH_CHECK(arrived.signal == SIGINT);
+  }
   CATCH_CHECK(current_handler(SIGTERM) != SIG_DFL);
   CATCH_CHECK(current_handler(SIGINT) != SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
