@@ -30,6 +30,14 @@ function(causal_torch_include_view root)
   target_include_directories(causal_torch SYSTEM INTERFACE ${view} ${view}/torch/csrc/api/include)
 endfunction()
 
+# The wheel's libtorch.so and libtorch_cpu.so export their own copies of libstdc++'s std::filesystem (their
+# manylinux toolchain links it in statically, unversioned). Loaded ahead of libstdc++, they would take
+# causal's own calls, and libtorch.so's fs::remove_all jumps to address 0 (every CUDA build crashed on it).
+# libstdc++ first in the executables' needed list wins that lookup; Debian's LibTorch has no such copies.
+if(CAUSAL_TORCH_ROOT)
+  target_link_libraries(causal_torch INTERFACE stdc++)
+endif()
+
 set(torch_has_cuda OFF)
 if(CAUSAL_TORCH_ROOT AND NOT CAUSAL_CUDA)
   set(root ${CAUSAL_TORCH_ROOT})

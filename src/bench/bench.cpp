@@ -43,16 +43,18 @@ double median(std::vector<double> values) {
 }
 
 nlohmann::json BenchResult::to_json() const {
-  return {{"ms_per_step", ms_per_step},
-          {"tokens_per_s", tokens_per_s},
-          {"forward_ms", forward_ms},
-          {"backward_ms", backward_ms},
-          {"optimizer_ms", optimizer_ms},
-          {"achieved_gflops", achieved_gflops},
-          {"matmul_peak_gflops", matmul_peak_gflops},
-          {"mfu", mfu},
-          {"peak_rss_mib", peak_rss_mib},
-          {"threads", threads}};
+  nlohmann::json out{{"ms_per_step", ms_per_step},
+                     {"tokens_per_s", tokens_per_s},
+                     {"forward_ms", forward_ms},
+                     {"backward_ms", backward_ms},
+                     {"optimizer_ms", optimizer_ms},
+                     {"achieved_gflops", achieved_gflops},
+                     {"matmul_peak_gflops", matmul_peak_gflops},
+                     {"mfu", mfu},
+                     {"peak_rss_mib", peak_rss_mib},
+                     {"threads", threads}};
+  if (kernels.steps > 0) out["kernels"] = kernels.to_json(kKernelsShown);
+  return out;
 }
 
 BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
@@ -74,9 +76,7 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
     result.matmul_peak_gflops = measure_matmul_peak(device, products_dtype(config.model.autocast)) / 1e9;
   }
 
-  std::vector<StepTimes> timed;
-  const int64_t total_steps = options.warmup + options.steps;
-  for (int64_t step = 0; step < total_steps; ++step) {
+  const auto take_step = [&](int64_t step) {
     StepTimes t;
     const auto start = Clock::now();
     set_learning_rate(*optimizer, lr_at(config.train, std::min(step, config.train.steps - 1)));
@@ -94,7 +94,21 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
     synchronize(device);
     t.optimizer = ms_since(phase);
     t.total = ms_since(start);
+    return t;
+  };
+  std::vector<StepTimes> timed;
+  const int64_t total_steps = options.warmup + options.steps;
+  for (int64_t step = 0; step < total_steps; ++step) {
+    const StepTimes t = take_step(step);
     if (step >= options.warmup) timed.push_back(t);
+  }
+  if (options.kernel_steps > 0) {
+    // Apart from the timed steps: the profiler's own overhead would slow them.
+    KernelProfiler profiler;
+    profiler.start();
+    const auto start = Clock::now();
+    for (int64_t step = total_steps; step < total_steps + options.kernel_steps; ++step) take_step(step);
+    result.kernels = profiler.stop(options.kernel_steps, ms_since(start));
   }
 
   std::vector<double> total, forward, backward, update, rate;
@@ -129,7 +143,7 @@ std::string format_bench(const BenchResult& r, const RunConfig& config) {
                 static_cast<long long>(config.train.grad_accum), r.thread_choice.split.describe().c_str(),
                 r.thread_choice.why.c_str(), r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms,
                 r.tokens_per_s, r.achieved_gflops, r.matmul_peak_gflops, r.mfu, r.peak_rss_mib);
-  return text;
+  return r.kernels.steps > 0 ? text + r.kernels.format(kKernelsShown) : std::string(text);
 }
 
 }  // namespace causal

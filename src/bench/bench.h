@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/kernel_profile.h"
 #include "config/config.h"
 #include "core/runtime.h"
 
@@ -16,6 +17,7 @@ struct BenchOptions {
   int64_t steps = 20;        // timed optimizer steps
   int64_t warmup = 5;        // untimed steps first (allocator, caches, first-call costs)
   bool measure_peak = true;  // false: matmul_peak_gflops and mfu stay 0
+  int64_t kernel_steps = 0;  // > 0: after the timed steps, this many more under the kernel profiler
 };
 
 // Medians over the timed steps, except the peak (best over sizes) and memory (peak so far).
@@ -31,8 +33,9 @@ struct BenchResult {
   double peak_rss_mib = 0.0;
   int64_t threads = 0;         // the larger pool of the split: OpenBLAS's where LibTorch uses it, else ATen's
   ThreadChoice thread_choice;  // not in the JSON: its keys are the figures above
+  KernelProfile kernels;       // BenchOptions::kernel_steps > 0 only; in the JSON as "kernels" then
 
-  nlohmann::json to_json() const;  // exactly the fields above, by name
+  nlohmann::json to_json() const;  // exactly the fields above, by name (and "kernels" when profiled)
 };
 
 // Builds the model, optimizer and training batches as `causal train` would (same task, same step) and

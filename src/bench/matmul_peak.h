@@ -11,11 +11,12 @@
 namespace causal {
 
 // FLOP/s of the fastest n x n x n matmul in `dtype` (the dtype the model's products run in: float32, or
-// bfloat16 under autocast) on `device` over n = 512, 768, 1024, 1536, 2048 (2 n^3 FLOPs each, after a
-// warm-up of each size), with every core the BLAS can use, as a user measuring the machine would; the run's
-// own thread settings are restored afterwards. No larger size is started after kPeakMeasureBudget. Measured
-// once per device, dtype and process, then remembered, and stored in the peak cache (train/peak_cache.h)
-// for later processes.
+// bfloat16 under autocast) on `device` (2 n^3 FLOPs each, after a warm-up of each size). On the CPU: over
+// n = 512, 768, 1024, 1536, 2048, each product timed alone, with every core the BLAS can use, as a user
+// measuring the machine would; the run's own thread settings are restored afterwards. On a GPU: over
+// n = 1024, 2048, 4096, 8192, each timed as bursts of 10 products between synchronisations. On the CPU no
+// larger size is started after kPeakMeasureBudget. Measured once per device, dtype and process, then
+// remembered, and stored in the peak cache (train/peak_cache.h) for later processes.
 double measure_matmul_peak(const c10::Device& device, c10::ScalarType dtype = c10::kFloat);
 
 // fp32 on 2 cores needs about 0.5 s for every size; a slow dtype stops early with the sizes it reached.

@@ -66,6 +66,9 @@ int run_bench_command(const BenchFlags& flags) {
               << std::flush;
     return kExitOk;
   }
+  if (flags.options.kernel_steps > 0 && resolve_device(config.device).is_cpu())
+    throw UsageError("bench --kernels: times a GPU's kernels; the config's device is " + config.device +
+                     " (use tools/bench-profile on the CPU)");
   const BenchResult result = run_bench(config, flags.options);
   std::cout << (flags.json ? result.to_json().dump() + "\n" : format_bench(result, config)) << std::flush;
   return kExitOk;
@@ -92,8 +95,8 @@ Command add_bench_command(CLI::App& app) {
   bench->add_flag(
       "--json", flags->json,
       "Print one JSON object with exactly the keys tokens_per_s, ms_per_step, forward_ms, backward_ms, "
-      "optimizer_ms, achieved_gflops, matmul_peak_gflops, mfu, peak_rss_mib, threads; with --suggest, "
-      "the variants and the suggestion (docs/bench.md)");
+      "optimizer_ms, achieved_gflops, matmul_peak_gflops, mfu, peak_rss_mib, threads (and kernels with "
+      "--kernels); with --suggest, the variants and the suggestion (docs/bench.md)");
   CLI::Option* peak = bench->add_flag(
       "--matmul-peak", flags->matmul_peak,
       "Print only the measured matmul peak in GFLOP/s (on the config's device, else the CPU) and "
@@ -105,6 +108,14 @@ Command add_bench_command(CLI::App& app) {
       "sequence_length, inspect (the `inspect --json` figures at that context, FLOPs per token "
       "included), parameters (name, shape, AdamW group and its weight decay) and lr (each step's "
       "learning rate); for baselines such as tools/bench-pytorch (docs/bench.md)");
+  bench
+      ->add_option("--kernels", flags->options.kernel_steps,
+                   "After the timed steps, profile this many more with LibTorch's profiler (LibTorch 2.x, "
+                   "a CUDA device) and print the device's time per step by kind of work and its longest "
+                   "kernels; in the JSON as \"kernels\" (docs/bench.md#kernels)")
+      ->check(at_least(1))
+      ->excludes(peak)
+      ->excludes(describe);
   bench
       ->add_flag("--suggest", flags->suggest,
                  "Time the config as written against its other attention kernels (reference, sdpa) and "

@@ -20,6 +20,7 @@ enum class QueryMode { kUnique, kLatest };
 enum class TextLayout { kPacked, kPadded };
 enum class ScheduleKind { kConstant, kLinear, kCosine, kWsd };
 enum class NonfiniteAction { kAbort, kSkip };
+enum class OptimizerKernel { kAuto, kFused, kSeparate };
 
 template <class E>
 using EnumTable = std::vector<std::pair<E, const char*>>;
@@ -44,6 +45,8 @@ CAUSAL_ENUM_TABLE(RopeScaling, {RopeScaling::kNone, "none"}, {RopeScaling::kLine
                   {RopeScaling::kNtk, "ntk"}, {RopeScaling::kYarn, "yarn"})
 CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {AttentionKind::kSdpa, "sdpa"},
                   {AttentionKind::kFlash, "flash"})
+CAUSAL_ENUM_TABLE(OptimizerKernel, {OptimizerKernel::kAuto, "auto"}, {OptimizerKernel::kFused, "fused"},
+                  {OptimizerKernel::kSeparate, "separate"})
 CAUSAL_ENUM_TABLE(AutocastKind, {AutocastKind::kOff, "off"}, {AutocastKind::kBf16, "bf16"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},

@@ -15,6 +15,9 @@ struct OptimizerConfig {
   double eps = 1e-8;                        // AdamW denominator epsilon
   double weight_decay = 0.1;                // decoupled weight decay
   bool decay_norms_and_embeddings = false;  // also decay norm weights, biases and embeddings
+  // "auto": fused on a GPU (LibTorch 2.x), else "separate" | "fused": one multi-tensor kernel a step
+  // (LibTorch 2.x) | "separate": whole-tensor operations, LibTorch 1.13's arithmetic bit for bit
+  OptimizerKernel kernel = OptimizerKernel::kAuto;
 
   template <class V>
   void visit_fields(V& v) {
@@ -23,6 +26,7 @@ struct OptimizerConfig {
     v.field("eps", eps);
     v.field("weight_decay", weight_decay);
     v.field("decay_norms_and_embeddings", decay_norms_and_embeddings);
+    v.field("kernel", kernel);
   }
 };
 

@@ -15,6 +15,7 @@ struct Batch {
   at::Tensor segment_ids;  // (B,T) int64 or undefined: attention stays within a segment
   at::Tensor key_valid;    // (B,T) bool or undefined: false = padding, never attended to
   at::Tensor labels;       // (B,T) int64: next-token / answer ids, kIgnoreLabel where there is no loss
+  bool unpadded = false;   // key_valid is all true, as to() found on the host (before any copy to a GPU)
 
   int64_t valid_tokens() const;  // positions that count in the loss
   Batch to(const c10::Device& device) const;

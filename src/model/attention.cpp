@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "model/flash_attention.h"
+#include "model/gpu_products.h"
 #include "model/kv_cache.h"
 
 namespace causal {
@@ -55,9 +56,11 @@ AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionCo
   const int64_t hkv = options_.n_kv_heads();
   const int64_t dk = head_dim();
 
-  torch::Tensor q = q_proj_(x).view({batch, time, hq, dk}).transpose(1, 2);   // (B,Hq,T,dk)
-  torch::Tensor k = k_proj_(x).view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
-  torch::Tensor v = v_proj_(x).view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
+  const std::vector<torch::Tensor> qkv = qkv_products(x, {q_proj_->weight, k_proj_->weight, v_proj_->weight},
+                                                      {q_proj_->bias, k_proj_->bias, v_proj_->bias});
+  torch::Tensor q = qkv[0].view({batch, time, hq, dk}).transpose(1, 2);   // (B,Hq,T,dk)
+  torch::Tensor k = qkv[1].view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
+  torch::Tensor v = qkv[2].view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
   if (options_.qk_norm()) {
     q = q_norm_(q);
     k = k_norm_(k);

@@ -130,6 +130,9 @@ torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, con
   // The fused op wants equal head counts (LibTorch 1.13 has no GQA mode).
   const torch::Tensor keys = repeat_kv(k, heads);    // (B,Hq,Tk,dk)
   const torch::Tensor values = repeat_kv(v, heads);  // (B,Hq,Tk,dk)
+  // On a GPU the causal flag instead of the mask: its kernels then skip the blocks above the diagonal
+  // (half the work at T 1024) and read no mask. The CPU keeps the mask it always had.
+  if (mask.causal && q.is_cuda()) return fused_causal_attention(q, keys, values, dropout_p);  // (B,Hq,Tq,dk)
   if (!mask.defined()) {
     return fused_scaled_dot_product_attention(q, keys, values, torch::Tensor(), dropout_p);  // (B,Hq,Tq,dk)
   }

@@ -12,9 +12,10 @@ struct AttentionResult {
 
 // A bool mask in the form the two kernels read, prepared once per forward and shared by every layer.
 struct PreparedMask {
-  at::Tensor allowed;  // (B|1,1,Tq,Tk) bool without an all-false row: a row without keys attends everywhere
-  at::Tensor bias;     // same shape in the scores' dtype: 0 where allowed, -inf elsewhere; only if additive
-  at::Tensor has_key;  // (B|1,1,Tq,1) 0/1 in that dtype; undefined when every row has an allowed key
+  at::Tensor allowed;   // (B|1,1,Tq,Tk) bool without an all-false row: a row without keys attends everywhere
+  at::Tensor bias;      // same shape in the scores' dtype: 0 where allowed, -inf elsewhere; only if additive
+  at::Tensor has_key;   // (B|1,1,Tq,1) 0/1 in that dtype; undefined when every row has an allowed key
+  bool causal = false;  // exactly the causal triangle of one sequence: no padding, segments or cache
   bool defined() const { return allowed.defined(); }
 };
 

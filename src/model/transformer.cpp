@@ -6,6 +6,7 @@
 #include <set>
 
 #include "model/autocast_scope.h"
+#include "model/gpu_products.h"
 #include "model/mask.h"
 #include "model/rope.h"
 
@@ -127,6 +128,7 @@ void TransformerImpl::attach_mask(AttentionContext& context, bool collect_attent
   }
   context.allowed = context.mask.build();
   context.prepared = prepare_mask(context.allowed, scores, additive, rows_have_keys);
+  context.prepared.causal = by_shape;
   if (by_shape) {
     memo = {time,     scores.device(), scores.dtype().toScalarType(),
             additive, context.allowed, context.prepared};
@@ -194,10 +196,13 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   }
   if (cache != nullptr) cache->commit(time, key_valid, key_segment);
 
-  x = poisoned_if("final_norm", options.poison_sublayer, final_norm_(x));                    // (B,T,D)
-  output.logits = config_.tie_embeddings ? torch::linear(x, fields_[0]->weight) : head_(x);  // (B,T,V)
-  // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in.
+  x = poisoned_if("final_norm", options.poison_sublayer, final_norm_(x));  // (B,T,D)
+  output.logits = config_.tie_embeddings ? head_product(x, fields_[0]->weight, torch::Tensor())
+                                         : head_product(x, head_->weight, head_->bias);  // (B,T,V)
+  // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in,
+  // and contiguous (a GPU's padded head leaves a view).
   if (output.logits.scalar_type() != parameter_dtype) output.logits = output.logits.to(parameter_dtype);
+  output.logits = output.logits.contiguous();
   output.logits = poisoned_if("logits", options.poison_sublayer, output.logits);
   if (options.trace != nullptr) {
     options.trace->emplace_back("final_norm", x);

@@ -10,7 +10,8 @@ ModelInputs model_inputs(const Batch& batch) {
   in.tokens = batch.tokens;
   in.positions = batch.positions;
   in.segment_ids = batch.segment_ids;
-  in.key_valid = batch.key_valid;
+  // All true, it masks nothing: without it the model may use its mask for the sequence's shape alone.
+  in.key_valid = batch.unpadded ? at::Tensor() : batch.key_valid;
   return in;
 }
 

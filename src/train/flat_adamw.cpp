@@ -35,6 +35,26 @@ bool FlatAdamW::eligible() const {
   return true;
 }
 
+torch::optim::AdamWParamState& FlatAdamW::state_for(const at::Tensor& p) {
+  auto& entry = state_[state_key(state_, p)];
+  if (!entry) {
+    auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+    fresh->step(0);
+    fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+    entry = std::move(fresh);
+  }
+  return static_cast<torch::optim::AdamWParamState&>(*entry);
+}
+
+bool FlatAdamW::uses_fused_kernel() const {
+  if (kernel_ == OptimizerKernel::kFused) return true;
+  if (kernel_ == OptimizerKernel::kSeparate || !kHasFusedAdamW) return false;
+  for (const auto& group : param_groups_)
+    if (!group.params().empty()) return group.params().front().is_cuda();
+  return false;
+}
+
 FlatAdamW::FlatGroup& FlatAdamW::layout(size_t g) {
   if (flat_.size() != param_groups_.size()) flat_.assign(param_groups_.size(), FlatGroup{});
   FlatGroup& flat = flat_[g];
@@ -57,15 +77,7 @@ FlatAdamW::FlatGroup& FlatAdamW::layout(size_t g) {
   std::vector<at::Tensor> values, first, second;
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p = params[i];
-    auto& entry = state_[state_key(state_, p)];
-    if (!entry) {
-      auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-      fresh->step(0);
-      fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
-      fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-      entry = std::move(fresh);
-    }
-    auto& state = static_cast<torch::optim::AdamWParamState&>(*entry);
+    torch::optim::AdamWParamState& state = state_for(p);
     flat.states.push_back(&state);
     if (p.numel() > kFlatLimit) {
       flat.large.push_back(i);
@@ -111,10 +123,46 @@ void adamw_update(at::Tensor& param, at::Tensor& exp_avg, at::Tensor& exp_avg_sq
   param.addcdiv_(exp_avg, denom, -options.lr() / bias_correction1);
 }
 
+// The closure's loss, computed with gradients on before any update, as the base class's step does.
+at::Tensor run_closure(const torch::optim::Optimizer::LossClosure& closure) {
+  if (closure == nullptr) return {};
+  at::AutoGradMode enable_grad(true);
+  return closure();
+}
+
 }  // namespace
+
+at::Tensor FlatAdamW::fused_step(LossClosure closure) {
+  for (const auto& group : param_groups_) {
+    const std::vector<at::Tensor>& params = group.params();
+    for (const at::Tensor& p : params)
+      if (state_for(p).step() != state_for(params.front()).step())
+        return torch::optim::AdamW::step(std::move(closure));
+  }
+  const at::Tensor loss = run_closure(closure);
+  torch::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    const std::vector<at::Tensor>& params = group.params();
+    if (params.empty()) continue;
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    std::vector<at::Tensor> grads, exp_avgs, exp_avg_sqs;
+    const int64_t step = state_for(params.front()).step() + 1;
+    for (const at::Tensor& p : params) {
+      torch::optim::AdamWParamState& state = state_for(p);
+      state.step(step);
+      grads.push_back(p.grad());
+      exp_avgs.push_back(state.exp_avg());
+      exp_avg_sqs.push_back(state.exp_avg_sq());
+    }
+    fused_adamw(params, grads, exp_avgs, exp_avg_sqs, step, options.lr(), std::get<0>(options.betas()),
+                std::get<1>(options.betas()), options.weight_decay(), options.eps());
+  }
+  return loss;
+}
 
 at::Tensor FlatAdamW::step(LossClosure closure) {
   if (!eligible()) return torch::optim::AdamW::step(std::move(closure));
+  if (uses_fused_kernel()) return fused_step(std::move(closure));
   std::vector<FlatGroup*> groups(param_groups_.size(), nullptr);
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     if (param_groups_[g].params().empty()) continue;
@@ -123,11 +171,7 @@ at::Tensor FlatAdamW::step(LossClosure closure) {
       if (state->step() != groups[g]->states.front()->step())
         return torch::optim::AdamW::step(std::move(closure));
   }
-  at::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
+  const at::Tensor loss = run_closure(closure);
   torch::NoGradGuard no_grad;
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     if (groups[g] == nullptr) continue;

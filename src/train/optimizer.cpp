@@ -1,6 +1,10 @@
 // AdamW set-up.
 #include "train/optimizer.h"
 
+#include <torch/version.h>
+
+#include "core/errors.h"
+#include "core/optim_compat.h"
 #include "train/flat_adamw.h"
 
 namespace causal {
@@ -27,7 +31,14 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, options(config.weight_decay));
   groups.emplace_back(no_decay, options(config.decay_norms_and_embeddings ? config.weight_decay : 0.0));
-  return std::make_unique<FlatAdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
+  if (config.kernel == OptimizerKernel::kFused && !kHasFusedAdamW)
+    throw ConfigError(
+        "config", "train.optimizer.kernel",
+        "\"fused\" needs LibTorch 2.x (its at::_fused_adamw_), this build has LibTorch " TORCH_VERSION
+        "; expected \"auto\" or \"separate\"");
+  auto optimizer = std::make_unique<FlatAdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
+  optimizer->set_kernel(config.kernel);
+  return optimizer;
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {

@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint.h"
 #include "config/enums.h"
 #include "core/errors.h"
+#include "core/optim_compat.h"
 #include "core/runtime.h"
 #include "core/scoped_timer.h"
 #include "model/count_parameters.h"
@@ -127,8 +128,7 @@ double clip_gradients(torch::nn::Module& model, double max_norm) {
   if (max_norm > 0 && std::isfinite(value)) {
     const torch::Tensor coefficient = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
     // A coefficient of 1 leaves every gradient bit as it is: no pass over them (one op per parameter).
-    if (coefficient.item<float>() < 1.0f)
-      for (torch::Tensor& g : grads) g.mul_(coefficient);  // not _foreach_mul_: in 1.13 it is 3 ops a tensor
+    if (coefficient.item<float>() < 1.0f) scale_all(grads, coefficient);
   }
   return value;
 }

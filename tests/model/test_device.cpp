@@ -6,12 +6,14 @@
 #include <catch2/catch.hpp>
 
 #include "checkpoint/checkpoint.h"
+#include "core/optim_compat.h"
 #include "core/runtime.h"
 #include "data/batch.h"
 #include "model/autocast_scope.h"
 #include "model/transformer.h"
 #include "support/small_model.h"
 #include "support/test_device.h"
+#include "train/flat_adamw.h"
 
 using namespace causal;
 
@@ -48,6 +50,33 @@ CATCH_TEST_CASE("device: forward and backward on the test device equal the CPU's
   }
 }
 
+CATCH_TEST_CASE("device: AdamW on the test device (the fused kernel by default) steps as the CPU's AdamW",
+                "[unit][device]") {
+  CAUSAL_SKIP_UNLESS_TEST_DEVICE();
+  const c10::Device device = resolve_device(testing::test_device());
+  torch::manual_seed(9);
+  std::vector<torch::Tensor> cpu, gpu;
+  for (const int64_t n : {5, 300, 70000}) {  // a small one, and one past FlatAdamW's flat limit
+    cpu.push_back(torch::randn({n}).requires_grad_(true));
+    gpu.push_back(cpu.back().detach().to(device).requires_grad_(true));
+  }
+  const auto options = torch::optim::AdamWOptions(0.01).betas(std::make_tuple(0.9, 0.95)).weight_decay(0.1);
+  torch::optim::AdamW reference(cpu, options);
+  FlatAdamW adamw(gpu, options);
+  adamw.set_kernel(OptimizerKernel::kAuto);
+  CATCH_CHECK(adamw.uses_fused_kernel() == kHasFusedAdamW);
+  for (int step = 0; step < 6; ++step) {
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      cpu[i].mutable_grad() = torch::randn_like(cpu[i]);
+      gpu[i].mutable_grad() = cpu[i].grad().to(device);
+    }
+    reference.step();
+    adamw.step();
+  }
+  for (size_t i = 0; i < cpu.size(); ++i)
+    CATCH_CHECK(torch::allclose(gpu[i].cpu(), cpu[i], /*rtol=*/1e-5, /*atol=*/1e-6));
+}
+
 CATCH_TEST_CASE("device: bf16 autocast on the test device runs the products in bfloat16", "[unit][device]") {
   CAUSAL_SKIP_UNLESS_TEST_DEVICE();
   const c10::Device device = resolve_device(testing::test_device());
@@ -65,7 +94,9 @@ CATCH_TEST_CASE("device: batches reach the test device unchanged through pinned 
               torch::Tensor(), torch::ones({4, 16}, torch::kBool),
               torch::randint(0, 9, {4, 16}, torch::kLong)};
   const Batch moved = batch.to(device);
-  CATCH_CHECK(moved.tokens.device() == device);
+  // "cuda" names the current GPU; the tensors say which one it was ("cuda:0").
+  CATCH_CHECK(moved.tokens.device().type() == device.type());
+  CATCH_CHECK(moved.unpadded);  // key_valid all true, checked on the host before the copy
   CATCH_CHECK(!moved.segment_ids.defined());
   // Reading them back waits on the stream the copies were queued on.
   CATCH_CHECK(torch::equal(moved.tokens.cpu(), batch.tokens));

@@ -203,3 +203,21 @@ CATCH_TEST_CASE("padding changes neither the loss nor any gradient", "[contract]
     CATCH_CHECK(equal);
   }
 }
+
+CATCH_TEST_CASE("text contract: a batch moved with all keys valid reaches the model without key_valid",
+                "[unit][task]") {
+  Batch full{torch::zeros({2, 4, 1}, torch::kLong), torch::arange(4).repeat({2, 1}), torch::Tensor(),
+             torch::ones({2, 4}, torch::kBool), torch::zeros({2, 4}, torch::kLong)};
+  const Batch moved = full.to(c10::kCPU);
+  CATCH_CHECK(moved.unpadded);
+  CATCH_CHECK(moved.key_valid.defined());  // the batch keeps it: evaluation and the tasks read it
+  CATCH_CHECK_FALSE(model_inputs(moved).key_valid.defined());
+  Batch padded = full;
+  padded.key_valid = torch::ones({2, 4}, torch::kBool);
+  padded.key_valid[1][0] = false;
+  const Batch moved_padded = padded.to(c10::kCPU);
+  CATCH_CHECK_FALSE(moved_padded.unpadded);
+  CATCH_CHECK(torch::equal(model_inputs(moved_padded).key_valid, padded.key_valid));
+  // A batch never moved keeps its key_valid: nobody checked it.
+  CATCH_CHECK(model_inputs(full).key_valid.defined());
+}

@@ -54,6 +54,11 @@ void set_gradients(const Params& p, int step, bool skip_one) {
   }
 }
 
+void set_lr(std::initializer_list<torch::optim::Optimizer*> optimizers, double lr) {
+  for (auto* o : optimizers)
+    for (auto& group : o->param_groups()) group.options().set_lr(lr);
+}
+
 void check_identical(const Params& a, const Params& b) {
   const auto x = a.all(), y = b.all();
   for (size_t i = 0; i < x.size(); ++i) CATCH_CHECK(torch::equal(x[i], y[i]));
@@ -83,11 +88,7 @@ CATCH_TEST_CASE("flat AdamW: bit-identical to LibTorch's AdamW, through a loaded
         state = std::move(replaced);
       }
     }
-    if (step % 3 == 0) {
-      for (auto* o : {static_cast<torch::optim::Optimizer*>(reference.get()),
-                      static_cast<torch::optim::Optimizer*>(flat_adamw.get())})
-        for (auto& group : o->param_groups()) group.options().set_lr(0.01 / (1 + step));
-    }
+    if (step % 3 == 0) set_lr({reference.get(), flat_adamw.get()}, 0.01 / (1 + step));
     reference->step();
     flat_adamw->step();
     check_identical(base, flat);
@@ -104,4 +105,41 @@ CATCH_TEST_CASE("flat AdamW: bit-identical to LibTorch's AdamW, through a loaded
   const auto& reference_state = static_cast<torch::optim::AdamWParamState&>(
       *reference->state().at(state_key(reference->state(), base.decayed[0])));
   CATCH_CHECK(torch::equal(state.exp_avg_sq(), reference_state.exp_avg_sq()));
+}
+
+CATCH_TEST_CASE("flat AdamW: the fused kernel takes LibTorch's AdamW steps to float32 rounding, on the CPU",
+                "[unit][train]") {
+  if (!kHasFusedAdamW) {  // LibTorch 1.13: the config value is refused before training (test_train.cpp)
+    CATCH_CHECK_FALSE(make<FlatAdamW>(make_params())->uses_fused_kernel());
+    return;
+  }
+  const Params base = make_params(), fused = make_params();
+  auto reference = make<torch::optim::AdamW>(base);
+  auto fused_adamw = make<FlatAdamW>(fused);
+  CATCH_CHECK_FALSE(fused_adamw->uses_fused_kernel());  // kSeparate unless set; kAuto only on a GPU
+  fused_adamw->set_kernel(OptimizerKernel::kAuto);
+  CATCH_CHECK_FALSE(fused_adamw->uses_fused_kernel());
+  fused_adamw->set_kernel(OptimizerKernel::kFused);
+  CATCH_CHECK(fused_adamw->uses_fused_kernel());
+  for (int step = 0; step < 12; ++step) {
+    const bool skip_one = step == 10;  // the base class's path for a missing gradient, as above
+    set_gradients(base, step, skip_one);
+    set_gradients(fused, step, skip_one);
+    if (step % 3 == 0) set_lr({reference.get(), fused_adamw.get()}, 0.01 / (1 + step));
+    reference->step();
+    fused_adamw->step();
+    const auto x = base.all(), y = fused.all();
+    for (size_t i = 0; i < x.size(); ++i) {
+      CATCH_CHECK(torch::allclose(x[i], y[i], /*rtol=*/1e-5, /*atol=*/1e-6));
+      // A step that moves every parameter: the fused kernel did update them.
+      if (step == 0) CATCH_CHECK_FALSE(torch::equal(y[i], make_params().all()[i]));
+    }
+  }
+  const auto& state = static_cast<torch::optim::AdamWParamState&>(
+      *fused_adamw->state().at(state_key(fused_adamw->state(), fused.decayed[0])));
+  const auto& reference_state = static_cast<torch::optim::AdamWParamState&>(
+      *reference->state().at(state_key(reference->state(), base.decayed[0])));
+  CATCH_CHECK(state.step() == 12);
+  CATCH_CHECK(torch::allclose(state.exp_avg(), reference_state.exp_avg(), 1e-5, 1e-7));
+  CATCH_CHECK(torch::allclose(state.exp_avg_sq(), reference_state.exp_avg_sq(), 1e-5, 1e-9));
 }

@@ -5,9 +5,12 @@
 #include <cmath>
 
 #include "config/config.h"
+#include "core/errors.h"
+#include "core/optim_compat.h"
 #include "model/transformer.h"
 #include "support/tolerance.h"
 #include "task/objective.h"
+#include "train/flat_adamw.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
@@ -174,4 +177,24 @@ CATCH_TEST_CASE("AdamW groups put norms, biases and embeddings out of weight dec
   CATCH_CHECK(kept.weight_decay() == 0.0);
   CATCH_CHECK(opt->param_groups()[0].params().size() + opt->param_groups()[1].params().size() ==
               model->parameters().size());
+}
+
+CATCH_TEST_CASE("make_adamw: train.optimizer.kernel picks the AdamW kernel, and fused is refused without one",
+                "[unit][train]") {
+  Transformer model(tiny_text_model());
+  OptimizerConfig config;
+  CATCH_CHECK(config.kernel == OptimizerKernel::kAuto);
+  auto flat = [](const std::unique_ptr<torch::optim::AdamW>& o) { return dynamic_cast<FlatAdamW*>(o.get()); };
+  CATCH_CHECK_FALSE(flat(make_adamw(*model, config))->uses_fused_kernel());  // auto on the CPU: separate
+  config.kernel = OptimizerKernel::kFused;
+  if (kHasFusedAdamW) {
+    CATCH_CHECK(flat(make_adamw(*model, config))->uses_fused_kernel());
+  } else {
+    try {
+      make_adamw(*model, config);
+      CATCH_FAIL("kernel fused accepted by a LibTorch without the fused AdamW kernel");
+    } catch (const ConfigError& e) {
+      CATCH_CHECK(e.path() == "train.optimizer.kernel");
+    }
+  }
 }
