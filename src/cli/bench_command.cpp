@@ -108,14 +108,16 @@ Command add_bench_command(CLI::App& app) {
       "sequence_length, inspect (the `inspect --json` figures at that context, FLOPs per token "
       "included), parameters (name, shape, AdamW group and its weight decay) and lr (each step's "
       "learning rate); for baselines such as tools/bench-pytorch (docs/bench.md)");
-  bench
-      ->add_option("--kernels", flags->options.kernel_steps,
-                   "After the timed steps, profile this many more with LibTorch's profiler (LibTorch 2.x, "
-                   "a CUDA device) and print the device's time per step by kind of work and its longest "
-                   "kernels; in the JSON as \"kernels\" (docs/bench.md#kernels)")
-      ->check(at_least(1))
-      ->excludes(peak)
-      ->excludes(describe);
+  CLI::Option* kernels =
+      bench
+          ->add_option(
+              "--kernels", flags->options.kernel_steps,
+              "After the timed steps, profile this many more with LibTorch's profiler (LibTorch 2.x, "
+              "a CUDA device) and print the device's time per step by kind of work and its longest "
+              "kernels; in the JSON as \"kernels\" (docs/bench.md#kernels)")
+          ->check(at_least(1))
+          ->excludes(peak)
+          ->excludes(describe);
   bench
       ->add_flag("--suggest", flags->suggest,
                  "Time the config as written against its other attention kernels (reference, sdpa) and "
@@ -123,7 +125,8 @@ Command add_bench_command(CLI::App& app) {
                  "untimed ones (unless --steps and --warmup say otherwise), and print the --set lines of "
                  "the fastest when it is at least 1.05x faster; changes nothing (docs/bench.md)")
       ->excludes(peak)
-      ->excludes(describe);
+      ->excludes(describe)
+      ->excludes(kernels);
   return {bench, [flags, steps, warmup] {
             flags->steps_given = steps->count() > 0;
             flags->warmup_given = warmup->count() > 0;

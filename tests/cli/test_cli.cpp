@@ -189,6 +189,18 @@ CATCH_TEST_CASE("bench --suggest times every variant and suggests one of them or
   CATCH_CHECK(both.code == 2);
 }
 
+// bench --kernels profiles a GPU's kernels: on the CPU, or with --suggest, it is a usage error, before any
+// step.
+CATCH_TEST_CASE("bench --kernels on the CPU or with --suggest exits 2 naming the flag", "[unit][cli]") {
+  const Result cpu = run_causal("bench --config configs/retrieval.json --kernels 2");
+  CATCH_CHECK(cpu.code == 2);
+  CATCH_CHECK(cpu.err.find("--kernels") != std::string::npos);
+  CATCH_CHECK(cpu.out.empty());
+  const Result suggest = run_causal("bench --config configs/retrieval.json --kernels 2 --suggest");
+  CATCH_CHECK(suggest.code == 2);
+  CATCH_CHECK(suggest.err.find("--kernels") != std::string::npos);
+}
+
 // A command that fails prints its one error line and nothing on stdout that looks like success.
 CATCH_TEST_CASE("report that cannot be written says only why, with exit 2", "[unit][cli]") {
   const fs::path dir = scratch("report_blocked");
