@@ -132,7 +132,10 @@ torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, con
   const torch::Tensor values = repeat_kv(v, heads);  // (B,Hq,Tk,dk)
   // On a GPU the causal flag instead of the mask: its kernels then skip the blocks above the diagonal
   // (half the work at T 1024) and read no mask. The CPU keeps the mask it always had.
-  if (mask.causal && q.is_cuda()) return fused_causal_attention(q, keys, values, dropout_p);  // (B,Hq,Tq,dk)
+  if (mask.causal && q.is_cuda()) {
+    return fused_scaled_dot_product_attention(q, keys, values, torch::Tensor(), dropout_p,
+                                              /*is_causal=*/true);  // (B,Hq,Tq,dk)
+  }
   if (!mask.defined()) {
     return fused_scaled_dot_product_attention(q, keys, values, torch::Tensor(), dropout_p);  // (B,Hq,Tq,dk)
   }

@@ -133,26 +133,28 @@ at::Tensor run_closure(const torch::optim::Optimizer::LossClosure& closure) {
 }  // namespace
 
 at::Tensor FlatAdamW::fused_step(LossClosure closure) {
-  for (const auto& group : param_groups_) {
-    const std::vector<at::Tensor>& params = group.params();
-    for (const at::Tensor& p : params)
-      if (state_for(p).step() != state_for(params.front()).step())
+  // Each parameter's state, looked up once; moments at different step counts take the base class's path.
+  std::vector<std::vector<torch::optim::AdamWParamState*>> states(param_groups_.size());
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    for (const at::Tensor& p : param_groups_[g].params()) {
+      states[g].push_back(&state_for(p));
+      if (states[g].back()->step() != states[g].front()->step())
         return torch::optim::AdamW::step(std::move(closure));
+    }
   }
   const at::Tensor loss = run_closure(closure);
   torch::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    const std::vector<at::Tensor>& params = group.params();
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    const std::vector<at::Tensor>& params = param_groups_[g].params();
     if (params.empty()) continue;
-    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(param_groups_[g].options());
     std::vector<at::Tensor> grads, exp_avgs, exp_avg_sqs;
-    const int64_t step = state_for(params.front()).step() + 1;
-    for (const at::Tensor& p : params) {
-      torch::optim::AdamWParamState& state = state_for(p);
-      state.step(step);
-      grads.push_back(p.grad());
-      exp_avgs.push_back(state.exp_avg());
-      exp_avg_sqs.push_back(state.exp_avg_sq());
+    const int64_t step = states[g].front()->step() + 1;
+    for (size_t i = 0; i < params.size(); ++i) {
+      states[g][i]->step(step);
+      grads.push_back(params[i].grad());
+      exp_avgs.push_back(states[g][i]->exp_avg());
+      exp_avg_sqs.push_back(states[g][i]->exp_avg_sq());
     }
     fused_adamw(params, grads, exp_avgs, exp_avg_sqs, step, options.lr(), std::get<0>(options.betas()),
                 std::get<1>(options.betas()), options.weight_decay(), options.eps());
