@@ -6,10 +6,17 @@
 #include <cmath>
 #include <limits>
 
+#include "model/query_block_attention.h"
 #include "model/sdpa_compat.h"
+#include "model/softmax_compat.h"
 
 namespace causal {
 namespace {
+
+// From this length on the reference kernel splits the queries in two when no query reads a later key.
+// Forward and backward of one layer's attention in bf16 on the 2-core development machine: 0.6-0.8x the
+// time at T 256 and 512, level at T 128, slower below (docs/bench.md#query-halves).
+constexpr int64_t kSplitFromLength = 256;
 
 void check_qkv(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   TORCH_CHECK(q.dim() == 4, "[attention] expected q (B,Hq,Tq,dk), got ", q.sizes());
@@ -79,7 +86,7 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
   const torch::Tensor values = repeat_kv(v, heads);  // (B,Hq,Tk,dk)
   const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
   const torch::Tensor q3 = (q * scale).reshape({batch * heads, tq, dk});
-  const torch::Tensor kt3 = keys.reshape({batch * heads, tk, dk}).transpose(1, 2);
+  const torch::Tensor k3 = keys.reshape({batch * heads, tk, dk});
 
   // The scale goes on q, T/dk times smaller than the scores, and the mask rides on the product (beta = 1
   // over an additive 0/-inf bias): two passes over the scores fewer, and two fewer in backward.
@@ -91,21 +98,25 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
         mask.bias.defined()
             ? mask.bias
             : prepare_mask(mask.allowed, q.options(), /*additive=*/true, /*rows_have_keys=*/true).bias;
+    if (mask.has_key.defined()) has_key = in_dtype(mask.has_key, q.scalar_type());  // (B|1,1,Tq,1)
+    if (mask.no_future_keys && tq == tk && tq >= kSplitFromLength && dropout_p == 0.0 && !want_weights) {
+      const torch::Tensor out =
+          attention_query_blocks(q3, k3, values.reshape({batch * heads, tk, dk}), bias, batch, /*blocks=*/2)
+              .view({batch, heads, tq, dk});  // (B,Hq,Tq,dk)
+      return {has_key.defined() ? out * has_key : out, torch::Tensor()};
+    }
     // One copy of the bias per head is the output buffer the product accumulates into: always a copy, since
     // the bias is shared by every layer (and by later batches of the same shape).
     scores = torch::empty({batch * heads, tq, tk}, bias.options());
     scores.view({batch, heads, tq, tk}).copy_(bias);
     // An in-place product is not autocast: the caller prepares the bias in the dtype q and k arrive in.
-    scores.baddbmm_(q3, kt3, /*beta=*/1.0, /*alpha=*/1.0);
-    if (mask.has_key.defined()) has_key = in_dtype(mask.has_key, q.scalar_type());  // (B|1,1,Tq,1)
+    scores.baddbmm_(q3, k3.transpose(1, 2), /*beta=*/1.0, /*alpha=*/1.0);
   } else {
-    scores = torch::bmm(q3, kt3);
+    scores = torch::bmm(q3, k3.transpose(1, 2));
   }
-  // A bfloat16 softmax sums T terms with 8 bits of mantissa: it runs in float and comes back.
-  const bool narrow = scores.scalar_type() == torch::kBFloat16 || scores.scalar_type() == torch::kHalf;
-  const torch::Tensor weights = (narrow ? torch::softmax(scores, -1, torch::kFloat).to(scores.scalar_type())
-                                        : torch::softmax(scores, -1))
-                                    .view({batch, heads, tq, tk});  // (B,Hq,Tq,Tk)
+  // A bfloat16 sum of T terms would keep 8 bits of mantissa: the row is summed in float.
+  const torch::Tensor weights =
+      softmax_float_accumulated(scores).view({batch, heads, tq, tk});  // (B,Hq,Tq,Tk)
   const torch::Tensor dropped =
       dropout_p > 0.0 ? torch::dropout(weights, dropout_p, /*train=*/true) : weights;
   torch::Tensor out = torch::matmul(dropped, values);  // (B,Hq,Tq,dk)

@@ -129,6 +129,7 @@ void TransformerImpl::attach_mask(AttentionContext& context, bool collect_attent
   context.allowed = context.mask.build();
   context.prepared = prepare_mask(context.allowed, scores, additive, rows_have_keys);
   context.prepared.causal = by_shape;
+  context.prepared.no_future_keys = !cached;  // build_allowed_mask never allows key_index > query_index
   if (by_shape) {
     memo = {time,     scores.device(), scores.dtype().toScalarType(),
             additive, context.allowed, context.prepared};

@@ -9,6 +9,7 @@
 
 #include "model/attention_kernels.h"
 #include "model/mask.h"
+#include "model/query_block_attention.h"
 #include "support/tolerance.h"
 
 using causal::attention_reference;
@@ -275,4 +276,74 @@ CATCH_TEST_CASE("attention: dropout on weights only when dropout_p > 0", "[unit]
   CATCH_CHECK(torch::equal(a, attention_reference(q, k, v, mask, 0.0, false).out));
   CATCH_CHECK_FALSE(torch::allclose(a, attention_reference(q, k, v, mask, 0.5, false).out));
   CATCH_CHECK_FALSE(torch::allclose(attention_sdpa(q, k, v, mask, 0.0), attention_sdpa(q, k, v, mask, 0.5)));
+}
+
+// A mask that allows no later key lets the reference kernel split the queries in two at T >= 256: the first
+// half reads only the first half of the keys. Output and gradients stay the whole product's, up to the order
+// of float32 sums, under segments, padding, a row without keys and GQA.
+CATCH_TEST_CASE("attention: query halves give the whole product's output and gradients",
+                "[contract][attention][numerics]") {
+  torch::manual_seed(13);
+  const int64_t batch = 2, hq = 4, hkv = 2, t = 256, dk = 8;
+  auto segments = torch::zeros({batch, t}, torch::kLong);
+  segments[0].narrow(0, 100, 80).fill_(1);
+  segments[0].narrow(0, 180, t - 180).fill_(2);
+  auto valid = torch::ones({batch, t}, torch::kBool);
+  valid[1][0] = false;  // query 0 of row 1 has no key
+  valid[1].narrow(0, t - 30, 30).fill_(false);
+  const auto allowed = build_allowed_mask(torch::arange(t), torch::arange(t), valid, segments, segments);
+  const auto q = torch::randn({batch, hq, t, dk}, torch::requires_grad());
+  const auto k = torch::randn({batch, hkv, t, dk}, torch::requires_grad());
+  const auto v = torch::randn({batch, hkv, t, dk}, torch::requires_grad());
+  const auto upstream = torch::randn({batch, hq, t, dk});
+
+  const auto run = [&](bool no_future_keys) {
+    causal::PreparedMask mask = causal::prepare_mask(allowed, q.options(), /*additive=*/true,
+                                                     /*rows_have_keys=*/false);
+    mask.no_future_keys = no_future_keys;
+    const auto out = attention_reference(q, k, v, mask, 0.0, false).out;
+    const auto grads = torch::autograd::grad({out}, {q, k, v}, {upstream});
+    return std::make_pair(out.detach(), grads);
+  };
+  const auto [whole, whole_grads] = run(false);
+  const auto [halves, halves_grads] = run(true);
+  const auto bound = attention_bounds(q, k, v, allowed, upstream);
+  CATCH_CHECK(within(halves, whole, bound.out, "out"));
+  CATCH_CHECK(within(halves_grads[0], whole_grads[0], bound.dq, "dq"));
+  CATCH_CHECK(within(halves_grads[1], whole_grads[1], bound.dk, "dk"));
+  CATCH_CHECK(within(halves_grads[2], whole_grads[2], bound.dv, "dv"));
+  CATCH_CHECK(torch::equal(halves[1].select(1, 0), torch::zeros({hq, dk})));  // the row without keys
+  CATCH_CHECK(torch::equal(halves_grads[0][1].select(1, 0), torch::zeros({hq, dk})));
+}
+
+// The blocks really leave the later keys out: under a mask that does allow them (here none at all), the
+// block kernel's first rows differ from the whole product's, and its last block, which reads every key, does
+// not. Four blocks in bf16 match the whole bf16 product to bf16 rounding.
+CATCH_TEST_CASE("attention: query blocks read only the keys up to their own last row", "[unit][attention]") {
+  torch::manual_seed(17);
+  const int64_t rows = 6, t = 64, dk = 8;
+  const auto q3 = torch::randn({rows, t, dk}), k3 = torch::randn({rows, t, dk}),
+             v3 = torch::randn({rows, t, dk});
+  const auto open = torch::zeros({1, 1, t, t});  // every key allowed
+  const auto blocks = causal::attention_query_blocks(q3, k3, v3, open, /*batch=*/2, /*blocks=*/4);
+  const auto whole = torch::matmul(torch::softmax(torch::matmul(q3, k3.transpose(1, 2)), -1), v3);
+  CATCH_CHECK_FALSE(torch::allclose(blocks.narrow(1, 0, t / 4), whole.narrow(1, 0, t / 4), 1e-2, 1e-2));
+  CATCH_CHECK(
+      torch::allclose(blocks.narrow(1, 3 * t / 4, t / 4), whole.narrow(1, 3 * t / 4, t / 4), 1e-5, 1e-5));
+
+  const auto causal_bias = causal::prepare_mask(causal_mask(t), q3.options().dtype(torch::kBFloat16),
+                                                /*additive=*/true, /*rows_have_keys=*/true)
+                               .bias;
+  const auto qb = q3.to(torch::kBFloat16), kb = k3.to(torch::kBFloat16), vb = v3.to(torch::kBFloat16);
+  const auto in_blocks = causal::attention_query_blocks(qb, kb, vb, causal_bias, 2, 4).to(torch::kFloat);
+  const auto in_whole = torch::matmul(torch::softmax(torch::matmul(qb, kb.transpose(1, 2)).to(torch::kFloat) +
+                                                         causal_bias.squeeze(0).to(torch::kFloat),
+                                                     -1)
+                                          .to(torch::kBFloat16),
+                                      vb)
+                            .to(torch::kFloat);
+  // Each value is a weighted mean of |v| <= max|v|, rounded to bf16 a few times on either side.
+  const double magnitude = v3.abs().max().item<double>();
+  CATCH_CHECK(causal::testing::allclose(in_blocks, in_whole, 4 * causal::testing::kEpsBf16 * magnitude, 0.0,
+                                        "bf16 blocks"));
 }
