@@ -105,7 +105,7 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
   if (options.kernel_steps > 0) {
     // Apart from the timed steps: the profiler's own overhead would slow them.
     KernelProfiler profiler;
-    profiler.start();
+    profiler.start(device.is_cpu());
     const auto start = Clock::now();
     for (int64_t step = total_steps; step < total_steps + options.kernel_steps; ++step) take_step(step);
     result.kernels = profiler.stop(options.kernel_steps, ms_since(start));

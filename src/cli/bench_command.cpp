@@ -66,9 +66,7 @@ int run_bench_command(const BenchFlags& flags) {
               << std::flush;
     return kExitOk;
   }
-  if (flags.options.kernel_steps > 0 && resolve_device(config.device).is_cpu())
-    throw UsageError("bench --kernels: times a GPU's kernels; the config's device is " + config.device +
-                     " (use tools/bench-profile on the CPU)");
+  if (flags.options.kernel_steps > 0) require_kernel_profiler();  // before any step is timed
   const BenchResult result = run_bench(config, flags.options);
   std::cout << (flags.json ? result.to_json().dump() + "\n" : format_bench(result, config)) << std::flush;
   return kExitOk;
@@ -112,9 +110,9 @@ Command add_bench_command(CLI::App& app) {
       bench
           ->add_option(
               "--kernels", flags->options.kernel_steps,
-              "After the timed steps, profile this many more with LibTorch's profiler (LibTorch 2.x, "
-              "a CUDA device) and print the device's time per step by kind of work and its longest "
-              "kernels; in the JSON as \"kernels\" (docs/bench.md#kernels)")
+              "After the timed steps, profile this many more with LibTorch's profiler (LibTorch 2.x) and "
+              "print the time per step by kind of work and the longest items: a GPU's kernels, or on the "
+              "CPU each ATen operator's self time; in the JSON as \"kernels\" (docs/bench.md#kernels)")
           ->check(at_least(1))
           ->excludes(peak)
           ->excludes(describe);
