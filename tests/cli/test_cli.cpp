@@ -192,8 +192,9 @@ CATCH_TEST_CASE("bench --suggest times every variant and suggests one of them or
 // bench --kernels on the CPU profiles the ATen operators of the extra steps (LibTorch 2.x; 1.13 has no Kineto
 // profiler here, a usage error before any step): self times that add up to the busy time, sorted into kinds,
 // the products among them. With --suggest it is a usage error.
-CATCH_TEST_CASE("bench --kernels on the CPU gives ATen operators' self times by kind; with --suggest exits 2",
-                "[unit][cli]") {
+CATCH_TEST_CASE(
+    "bench --kernels on the CPU gives ATen operators' self times by kind, and exits 2 with --suggest",
+    "[unit][cli]") {
   const Result cpu =
       run_causal("bench --config configs/retrieval.json --steps 2 --warmup 1 --kernels 2 --json");
   if (run_causal("--version").out.find("LibTorch 1.") != std::string::npos) {
