@@ -17,7 +17,8 @@ struct PreparedMask {
   at::Tensor has_key;   // (B|1,1,Tq,1) 0/1 in that dtype; undefined when every row has an allowed key
   bool causal = false;  // exactly the causal triangle of one sequence: no padding, segments or cache
   // No query may read a key after its own place (Tq == Tk, one uncached sequence; padding and segments only
-  // forbid more), so the reference kernel may skip the scores above the diagonal.
+  // forbid more), so the reference kernel may skip the scores above the diagonal. Rows repaired for having
+  // no key do read later ones, but their output is zeroed by has_key whatever they read.
   bool no_future_keys = false;
   bool defined() const { return allowed.defined(); }
 };

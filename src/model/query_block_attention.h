@@ -10,10 +10,11 @@ namespace causal {
 
 // softmax(q3 k3^T + bias) v3 over query blocks: q3 (B*H,T,dk) already scaled, k3 and v3 (B*H,T,dk) with
 // equal head counts, bias (B|1,1,T,T) additive (0 or -inf) in q3's dtype, of a mask that allows no key
-// after its query. Block i of `blocks` (rows [i*T/blocks, (i+1)*T/blocks)) reads keys [0, its last row]:
-// the weights left out would be exactly 0, so the output is the full product's. Returns (B*H,T,dk).
-// Differentiable in q3, k3 and v3, not in the bias; backward keeps each block's weights (q3's dtype) and
-// writes dK and dV prefix by prefix, with no zero-filled gradient per block.
+// after its query (in rows whose output the caller keeps). Block i of `blocks`, rows [i*T/blocks,
+// (i+1)*T/blocks), reads keys [0, its last row]: the weights left out would be exactly 0, so the output is
+// the full product's. Returns (B*H,T,dk). Differentiable in q3, k3 and v3, not in the bias; backward keeps
+// each block's weights (q3's dtype) and writes dK and dV prefix by prefix, with no zero-filled gradient per
+// block.
 at::Tensor attention_query_blocks(const at::Tensor& q3, const at::Tensor& k3, const at::Tensor& v3,
                                   const at::Tensor& bias, int64_t batch, int64_t blocks);
 
