@@ -105,12 +105,7 @@ AttentionResult attention_reference(const torch::Tensor& q, const torch::Tensor&
               .view({batch, heads, tq, dk});  // (B,Hq,Tq,dk)
       return {has_key.defined() ? out * has_key : out, torch::Tensor()};
     }
-    // One copy of the bias per head is the output buffer the product accumulates into: always a copy, since
-    // the bias is shared by every layer (and by later batches of the same shape).
-    scores = torch::empty({batch * heads, tq, tk}, bias.options());
-    scores.view({batch, heads, tq, tk}).copy_(bias);
-    // An in-place product is not autocast: the caller prepares the bias in the dtype q and k arrive in.
-    scores.baddbmm_(q3, k3.transpose(1, 2), /*beta=*/1.0, /*alpha=*/1.0);
+    scores = biased_scores(q3, k3, bias, batch, 0, tq, tk);  // (B*Hq,Tq,Tk)
   } else {
     scores = torch::bmm(q3, k3.transpose(1, 2));
   }

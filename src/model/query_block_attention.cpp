@@ -18,19 +18,15 @@ class QueryBlockAttentionFunction : public torch::autograd::Function<QueryBlockA
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q3, const torch::Tensor& k3,
                                const torch::Tensor& v3, const torch::Tensor& bias, int64_t batch,
                                int64_t blocks) {
-    const int64_t rows_all = q3.size(0), time = q3.size(1);
-    const int64_t heads = rows_all / batch;
+    const int64_t time = q3.size(1);
     std::vector<int64_t> ends;
     variable_list saved{q3, k3, v3};
     std::vector<torch::Tensor> outs;
     for (int64_t i = 0; i < blocks; ++i) {
       const int64_t start = i * time / blocks, end = (i + 1) * time / blocks, rows = end - start;
-      // The product accumulates into a copy of the bias (beta = 1), which every layer shares.
-      torch::Tensor scores = torch::empty({rows_all, rows, end}, q3.options());
-      scores.view({batch, heads, rows, end}).copy_(bias.narrow(2, start, rows).narrow(3, 0, end));
-      scores.baddbmm_(q3.narrow(1, start, rows), k3.narrow(1, 0, end).transpose(1, 2));
-      const torch::Tensor weights = softmax_float_accumulated(scores);  // (B*H,rows,end)
-      outs.push_back(torch::bmm(weights, v3.narrow(1, 0, end)));        // (B*H,rows,dk)
+      const torch::Tensor weights =
+          softmax_float_accumulated(biased_scores(q3, k3, bias, batch, start, rows, end));  // (B*H,rows,end)
+      outs.push_back(torch::bmm(weights, v3.narrow(1, 0, end)));                            // (B*H,rows,dk)
       saved.push_back(weights);
       ends.push_back(end);
     }
@@ -69,6 +65,15 @@ class QueryBlockAttentionFunction : public torch::autograd::Function<QueryBlockA
 };
 
 }  // namespace
+
+at::Tensor biased_scores(const at::Tensor& q3, const at::Tensor& k3, const at::Tensor& bias, int64_t batch,
+                         int64_t start, int64_t rows, int64_t keys) {
+  const int64_t rows_all = q3.size(0);
+  torch::Tensor scores = torch::empty({rows_all, rows, keys}, bias.options());
+  scores.view({batch, rows_all / batch, rows, keys}).copy_(bias.narrow(2, start, rows).narrow(3, 0, keys));
+  return scores.baddbmm_(q3.narrow(1, start, rows), k3.narrow(1, 0, keys).transpose(1, 2), /*beta=*/1.0,
+                         /*alpha=*/1.0);
+}
 
 at::Tensor attention_query_blocks(const at::Tensor& q3, const at::Tensor& k3, const at::Tensor& v3,
                                   const at::Tensor& bias, int64_t batch, int64_t blocks) {

@@ -7,6 +7,12 @@
 
 namespace causal {
 
+#if TORCH_VERSION_MAJOR < 2
+inline bool narrower_than_float(const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
+}
+#endif
+
 // Softmax over the last dimension, accumulated in float whatever the scores' dtype, returned in that dtype.
 // LibTorch 2.x's CPU and CUDA kernels read a bfloat16 or half row into float, sum there and round once: the
 // same weights, bit for bit, as a float softmax cast back, without two casts of the scores and a float
@@ -15,8 +21,8 @@ inline at::Tensor softmax_float_accumulated(const at::Tensor& scores) {
 #if TORCH_VERSION_MAJOR >= 2
   return at::softmax(scores, -1);
 #else
-  const bool narrow = scores.scalar_type() == at::kBFloat16 || scores.scalar_type() == at::kHalf;
-  return narrow ? at::softmax(scores, -1, at::kFloat).to(scores.scalar_type()) : at::softmax(scores, -1);
+  if (!narrower_than_float(scores)) return at::softmax(scores, -1);
+  return at::softmax(scores, -1, at::kFloat).to(scores.scalar_type());
 #endif
 }
 
@@ -26,8 +32,8 @@ inline at::Tensor softmax_float_accumulated_backward(const at::Tensor& grad, con
 #if TORCH_VERSION_MAJOR >= 2
   return at::_softmax_backward_data(grad, weights, -1, weights.scalar_type());
 #else
-  const bool narrow = weights.scalar_type() == at::kBFloat16 || weights.scalar_type() == at::kHalf;
-  if (!narrow) return at::_softmax_backward_data(grad, weights, -1, weights.scalar_type());
+  if (!narrower_than_float(weights))
+    return at::_softmax_backward_data(grad, weights, -1, weights.scalar_type());
   return at::_softmax_backward_data(grad.to(at::kFloat), weights.to(at::kFloat), -1, at::kFloat)
       .to(weights.scalar_type());
 #endif
