@@ -74,4 +74,9 @@ c10::optional<c10::ScalarType> autocast_dtype(AutocastKind autocast) {
 
 bool autocast_enabled(c10::DeviceType device) { return supported(device) && is_enabled(device); }
 
+c10::optional<c10::ScalarType> enabled_autocast_dtype(c10::DeviceType device) {
+  if (!autocast_enabled(device)) return c10::nullopt;
+  return get_dtype(device);
+}
+
 }  // namespace causal

@@ -38,4 +38,7 @@ inline c10::ScalarType products_dtype(AutocastKind autocast) {
 // Whether autocast is on for `device` (CPU and CUDA; false for other devices).
 bool autocast_enabled(c10::DeviceType device);
 
+// The dtype autocast runs `device`'s matrix products in while it is on; nullopt while it is off.
+c10::optional<c10::ScalarType> enabled_autocast_dtype(c10::DeviceType device);
+
 }  // namespace causal

@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include "model/hidden_projection.h"
+
 namespace causal {
 namespace {
 
@@ -45,12 +47,15 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == options_.d_model(),
               "[ffn] expected (...,D) with D=", options_.d_model(), ", got ", x.sizes());
   if (options_.kind() == FfnKind::kGelu) {
-    return fc_out_(torch::gelu(fc_in_(x)));  // (...,hidden) -> (...,D)
+    return project_hidden(FfnKind::kGelu, fc_in_(x), torch::Tensor(), fc_out_->weight,
+                          fc_out_->bias);  // (...,hidden) -> (...,D)
   }
   if (options_.kind() == FfnKind::kRelu) {
+    // Nothing to recompute: relu's backward reads its output, which fc_out keeps anyway.
     return fc_out_(torch::relu(fc_in_(x)));  // (...,hidden) -> (...,D)
   }
-  return down_proj_(torch::silu(gate_proj_(x)) * up_proj_(x));  // (...,hidden) -> (...,D)
+  return project_hidden(FfnKind::kSwiglu, gate_proj_(x), up_proj_(x), down_proj_->weight,
+                        down_proj_->bias);  // (...,hidden) -> (...,D)
 }
 
 }  // namespace causal

@@ -24,7 +24,8 @@ struct FeedForwardOptions {
 // gelu:   fc_out(gelu(fc_in(x)))                       (exact erf GELU)
 // relu:   fc_out(relu(fc_in(x)))                       (nn.TransformerEncoderLayer's default)
 // swiglu: down_proj(silu(gate_proj(x)) * up_proj(x))
-// x is (..., D); the result has the same shape.
+// x is (..., D); the result has the same shape. Training keeps neither gelu's nor swiglu's hidden activation
+// for backward: hidden_projection.h recomputes it there.
 class FeedForwardImpl : public torch::nn::Module {
  public:
   explicit FeedForwardImpl(const FeedForwardOptions& options);

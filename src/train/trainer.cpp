@@ -1,11 +1,13 @@
 // Training loop implementation.
 #include "train/trainer.h"
 
+#include <ATen/Context.h>
 #include <spdlog/logger.h>
 
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 
 #include "checkpoint/checkpoint.h"
@@ -52,6 +54,38 @@ void check_fault_target(torch::nn::Module& model, const FaultInjection& fault, i
   }
 }
 
+// A copy of the generator that draws `device`'s dropout masks, in its present state.
+at::Generator generator_snapshot(const c10::Device& device) {
+  at::Generator generator = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.clone();
+}
+
+void restore_generator(const c10::Device& device, const at::Generator& snapshot) {
+  at::Generator generator = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(snapshot.get_state());
+}
+
+// The forward again, from the generator state `before` it, with every sub-layer output traced: the first
+// non-finite one in forward order, or "". The parameters are still those the forward ran with, and the
+// generator is left where the forward left it, so training goes on as if nothing had been replayed.
+std::string replay_first_nonfinite_activation(Transformer& model, const ModelInputs& inputs,
+                                              ForwardOptions options, const at::Generator& before) {
+  const c10::Device device = inputs.tokens.device();
+  const at::Generator after = generator_snapshot(device);
+  restore_generator(device, before);
+  SublayerTrace trace;
+  options.trace = &trace;
+  options.collect_residuals = false;
+  {
+    torch::NoGradGuard no_grad;
+    model->forward(inputs, options);
+  }
+  restore_generator(device, after);
+  return first_nonfinite_activation(trace);
+}
+
 }  // namespace
 
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
@@ -83,13 +117,16 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
   model->zero_grad(/*set_to_none=*/true);
   for (size_t i = 0; i < micro_batches.size(); ++i) {
     const bool diagnose = collect_diagnostics && i + 1 == micro_batches.size();
-    SublayerTrace trace;  // handles to outputs autograd keeps anyway; inspected only on a non-finite loss
     ForwardOptions options;
     options.collect_residuals = diagnose;
-    options.trace = &trace;
     options.poison_sublayer = poison_sublayer;
     if (phases != nullptr) phase_start = Clock::now();
-    ModelOutput result = model->forward(model_inputs(micro_batches[i]), options);
+    const ModelInputs inputs = model_inputs(micro_batches[i]);
+    // The generator as this forward finds it, so that a non-finite loss can replay the forward exactly
+    // (dropout drawing the same masks). Tracing every step instead would keep each sub-layer's output, which
+    // autograd frees, until backward ends: 50 MiB at bench shape L.
+    const at::Generator before = generator_snapshot(inputs.tokens.device());
+    ModelOutput result = model->forward(inputs, options);
     at::Tensor loss = loss_sum(result.logits, micro_batches[i].labels) / denominator;
     end_phase(&PhaseTimes::forward_ms);
     if (parallel != nullptr && i + 1 == micro_batches.size()) parallel->before_last_backward();
@@ -98,7 +135,7 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
     const double value = loss.item<double>();
     out.loss += value;
     if (!std::isfinite(value) && out.first_nonfinite_activation.empty()) {
-      const std::string where = first_nonfinite_activation(trace);
+      const std::string where = replay_first_nonfinite_activation(model, inputs, options, before);
       if (!where.empty()) out.first_nonfinite_activation = where + " (micro-batch " + std::to_string(i) + ")";
     }
     if (diagnose) {

@@ -198,3 +198,27 @@ CATCH_TEST_CASE("make_adamw: train.optimizer.kernel picks the AdamW kernel, and 
     }
   }
 }
+
+CATCH_TEST_CASE(
+    "accumulate_gradients: a non-finite loss names the first bad sub-layer, and its replay leaves the "
+    "generator where the step left it",
+    "[unit][train]") {
+  ModelConfig m = tiny_text_model();
+  m.dropout = 0.1;  // the forward draws masks, so a replay that moved the generator would show
+  const auto step = [&](const std::string& poison) {
+    torch::manual_seed(5);
+    Transformer model(m);
+    model->train();
+    const Batch batch = random_batch(2, 8, 8);
+    const StepGradients g = accumulate_gradients(model, {batch}, false, poison);
+    const at::Tensor after = at::detail::getDefaultCPUGenerator().get_state();
+    return std::make_pair(g, after);
+  };
+  const auto [clean, clean_state] = step("");
+  const auto [poisoned, poisoned_state] = step("blocks.1.attn");
+  CATCH_CHECK(std::isfinite(clean.loss));
+  CATCH_CHECK(clean.first_nonfinite_activation.empty());
+  CATCH_CHECK_FALSE(std::isfinite(poisoned.loss));
+  CATCH_CHECK(poisoned.first_nonfinite_activation == "blocks.1.attn (micro-batch 0)");
+  CATCH_CHECK(torch::equal(poisoned_state, clean_state));
+}
