@@ -3,6 +3,8 @@
 
 #include <ATen/ATen.h>
 
+#include "model/autocast_scope.h"
+
 namespace causal {
 
 at::Tensor head_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -16,7 +18,7 @@ at::Tensor head_product(const at::Tensor& x, const at::Tensor& weight, const at:
 
 std::vector<at::Tensor> qkv_products(const at::Tensor& x, const std::vector<at::Tensor>& weights,
                                      const std::vector<at::Tensor>& biases) {
-  if (!x.is_cuda()) {
+  if (!x.is_cuda() && !autocast_enabled(x.device().type())) {
     std::vector<at::Tensor> out;
     for (size_t i = 0; i < weights.size(); ++i) out.push_back(at::linear(x, weights[i], biases[i]));
     return out;

@@ -1,5 +1,5 @@
 // Matrix products shaped for a GPU's libraries. On the CPU each is the plain product, bit for bit as
-// before: these only change which kernels a GPU runs (docs/gpu.md#how-the-products-run-on-a-gpu).
+// before, except q/k/v under autocast (docs/gpu.md#how-the-products-run-on-a-gpu).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,9 +18,10 @@ inline constexpr int64_t kHeadRowMultiple = 64;
 // .contiguous() compacts it).
 at::Tensor head_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
-// The attention's three input projections of the same x: q, k and v. On a GPU one product over the
-// stacked weights (x cast once under autocast, one wider kernel forward and backward); each result is
-// then a strided view of it. Biases are all defined or all undefined.
+// The attention's three input projections of the same x: q, k and v. On a GPU, and on the CPU under autocast,
+// one product over the stacked weights (x cast once under autocast and kept once for backward, one wider
+// kernel forward and backward); each result is then a strided view of it. Biases are all defined or all
+// undefined.
 std::vector<at::Tensor> qkv_products(const at::Tensor& x, const std::vector<at::Tensor>& weights,
                                      const std::vector<at::Tensor>& biases);
 

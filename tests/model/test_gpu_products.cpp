@@ -1,12 +1,13 @@
-// The products shaped for a GPU (model/gpu_products.h): on the CPU exactly at::linear; on the test device
-// (CAUSAL_TEST_DEVICE) the padded head and the stacked q/k/v products give the separate products' values
-// and gradients.
+// The products shaped for a GPU (model/gpu_products.h): on the CPU exactly at::linear, except q/k/v under
+// autocast; on the test device (CAUSAL_TEST_DEVICE) and under the CPU's autocast the stacked q/k/v products
+// give the separate products' values and gradients.
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 // Torch first: its glog macros must not replace Catch's.
 #include <catch2/catch.hpp>
 
 #include "core/runtime.h"
+#include "model/autocast_scope.h"
 #include "model/gpu_products.h"
 #include "support/test_device.h"
 
@@ -60,6 +61,35 @@ CATCH_TEST_CASE("gpu products: on the CPU the head and the q/k/v products are at
   CATCH_REQUIRE(qkv.size() == 3);
   for (size_t i = 0; i < 3; ++i)
     CATCH_CHECK(torch::equal(qkv[i], at::linear(in.x, in.weights[i], in.biases[i])));
+}
+
+CATCH_TEST_CASE(
+    "gpu products: under the CPU's bf16 autocast q, k and v are one stacked product of x cast once, "
+    "with the separate products' values and gradients to bf16 rounding",
+    "[unit][model][autocast]") {
+  const Inputs in = make_inputs(c10::kCPU, 11), ref = make_inputs(c10::kCPU, 11);
+  std::vector<torch::Tensor> got, expected;
+  {
+    const AutocastScope scope(c10::DeviceType::CPU, c10::kBFloat16);
+    got = qkv_products(in.x, in.weights, in.biases);
+    for (size_t i = 0; i < 3; ++i) expected.push_back(at::linear(ref.x, ref.weights[i], ref.biases[i]));
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    CATCH_CHECK(got[i].scalar_type() == c10::kBFloat16);
+    CATCH_CHECK(got[i].storage().is_alias_of(got[0].storage()));  // views of one product
+    CATCH_CHECK(torch::allclose(got[i].to(torch::kFloat), expected[i].to(torch::kFloat), 1e-2, 1e-2));
+  }
+  weighted_sum(got).backward();
+  weighted_sum(expected).backward();
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> grads{{in.x, ref.x}};
+  for (size_t i = 0; i < 3; ++i) {
+    grads.emplace_back(in.weights[i], ref.weights[i]);
+    grads.emplace_back(in.biases[i], ref.biases[i]);
+  }
+  for (const auto& [g, r] : grads) {
+    CATCH_CHECK(g.grad().scalar_type() == c10::kFloat);
+    CATCH_CHECK(torch::allclose(g.grad(), r.grad(), 2e-2, 2e-2));
+  }
 }
 
 CATCH_TEST_CASE(
