@@ -83,6 +83,7 @@ nlohmann::json TrainingState::to_json() const {
                          {"spike_detector", spike_detector},
                          {"world_size", world_size}};
   if (threads) json["threads"] = thread_split_to_json(*threads);
+  if (optimizer_kernel) json["optimizer_kernel"] = *optimizer_kernel;
   return json;
 }
 
@@ -105,6 +106,13 @@ TrainingState TrainingState::from_json(const nlohmann::json& json, const std::st
     s.world_size = json.value("world_size", int64_t{1});
     if (json.contains("threads")) {
       s.threads = thread_split_from_json(json.at("threads"), source);
+    }
+    if (json.contains("optimizer_kernel")) {
+      s.optimizer_kernel = json.at("optimizer_kernel").get<std::string>();
+      if (*s.optimizer_kernel != "fused" && *s.optimizer_kernel != "separate") {
+        throw CheckpointError("[checkpoint] " + source + ": optimizer_kernel " +
+                              json.at("optimizer_kernel").dump() + " is not \"fused\" or \"separate\"");
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError("[checkpoint] " + source + ": missing or mistyped field: " + e.what());

@@ -26,6 +26,7 @@
 #include "run/run_folder.h"
 #include "run/worker_output.h"
 #include "task/task.h"
+#include "train/optimizer.h"
 #include "train/trainer.h"
 
 namespace causal {
@@ -229,6 +230,17 @@ class TrainJob {
     BatchSource& batches =
         ranks_.distributed() ? static_cast<BatchSource&>(*shard_) : task_->training_batches();
     trainer_.emplace(config_, model_, batches, output(), device_);
+    const std::optional<std::string> recorded_kernel = from_ ? from_->state.optimizer_kernel : std::nullopt;
+    set_adamw_kernel(trainer_->optimizer(), kernel_for_run(config_.train.optimizer.kernel, from_.has_value(),
+                                                           recorded_kernel, device_));
+    if (ranks_.leader() && recorded_kernel &&
+        *recorded_kernel != to_string(adamw_kernel(trainer_->optimizer()))) {
+      log.warn(
+          "the checkpoint was trained with the {} AdamW kernel and continues with the {} one: the steps "
+          "agree to "
+          "float32 rounding, no longer bit for bit (train.optimizer.kernel, docs/config.md)",
+          *recorded_kernel, to_string(adamw_kernel(trainer_->optimizer())));
+    }
     trainer_->set_flops(static_cast<double>(cost_.flops.training_causal), peak_.flops);
     trainer_->set_data_parallel(ranks_.parallel());
     if (!request_.inject_fault.empty()) fault_ = FaultInjection::parse(request_.inject_fault);
@@ -289,6 +301,7 @@ class TrainJob {
     state.spike_detector = trainer_->spike_detector().state();
     state.world_size = ranks_.world_size();
     state.threads = threads_.split;
+    state.optimizer_kernel = to_string(adamw_kernel(trainer_->optimizer()));
     return state;
   }
 

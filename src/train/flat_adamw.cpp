@@ -49,10 +49,7 @@ torch::optim::AdamWParamState& FlatAdamW::state_for(const at::Tensor& p) {
 
 bool FlatAdamW::uses_fused_kernel() const {
   if (kernel_ == OptimizerKernel::kFused) return true;
-  if (kernel_ == OptimizerKernel::kSeparate || !kHasFusedAdamW) return false;
-  for (const auto& group : param_groups_)
-    if (!group.params().empty()) return group.params().front().is_cuda();
-  return false;
+  return kernel_ == OptimizerKernel::kAuto && kHasFusedAdamW;
 }
 
 FlatAdamW::FlatGroup& FlatAdamW::layout(size_t g) {

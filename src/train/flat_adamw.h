@@ -27,7 +27,7 @@ class FlatAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   at::Tensor step(LossClosure closure = nullptr) override;
-  // kAuto: fused on a GPU where LibTorch has the kernel, else separate. kFused needs kHasFusedAdamW.
+  // kAuto: fused where LibTorch has the kernel (kHasFusedAdamW), else separate. kFused needs it.
   void set_kernel(OptimizerKernel kernel) { kernel_ = kernel; }
   // Whether the next step takes the fused kernel (given an eligible step).
   bool uses_fused_kernel() const;

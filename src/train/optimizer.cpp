@@ -45,4 +45,30 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
+OptimizerKernel kernel_for_run(OptimizerKernel configured, bool resuming,
+                               const std::optional<std::string>& recorded, const c10::Device& device) {
+  if (configured != OptimizerKernel::kAuto) return configured;
+  bool fused = kHasFusedAdamW;
+  if (resuming) fused = recorded ? *recorded == to_string(OptimizerKernel::kFused) : device.is_cuda();
+  return fused && kHasFusedAdamW ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
+}
+
+namespace {
+
+FlatAdamW& flat(const torch::optim::AdamW& optimizer) {
+  auto* flat = dynamic_cast<const FlatAdamW*>(&optimizer);
+  TORCH_CHECK(flat != nullptr, "[optimizer] expected the FlatAdamW of make_adamw");
+  return const_cast<FlatAdamW&>(*flat);
+}
+
+}  // namespace
+
+void set_adamw_kernel(torch::optim::AdamW& optimizer, OptimizerKernel kernel) {
+  flat(optimizer).set_kernel(kernel);
+}
+
+OptimizerKernel adamw_kernel(const torch::optim::AdamW& optimizer) {
+  return flat(optimizer).uses_fused_kernel() ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
+}
+
 }  // namespace causal

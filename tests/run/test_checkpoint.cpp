@@ -186,3 +186,16 @@ CATCH_TEST_CASE("checkpoint: metrics rows after the resumed step are dropped, to
   CATCH_CHECK(steps == std::vector<int>{1, 2, 3, 4});
   CATCH_CHECK_THROWS_AS(RunFolder::open_existing(dir), RunFolderError);  // still locked by `folder`
 }
+
+CATCH_TEST_CASE(
+    "checkpoint: state.json's optimizer_kernel round-trips, and an unknown one is a CheckpointError",
+    "[unit][checkpoint]") {
+  TrainingState state = some_state(2);
+  CATCH_CHECK_FALSE(TrainingState::from_json(state.to_json(), "state.json").optimizer_kernel.has_value());
+  state.optimizer_kernel = "fused";
+  CATCH_CHECK(TrainingState::from_json(state.to_json(), "state.json").optimizer_kernel ==
+              std::string("fused"));
+  nlohmann::json json = state.to_json();
+  json["optimizer_kernel"] = "turbo";
+  CATCH_CHECK_THROWS_AS(TrainingState::from_json(json, "state.json"), CheckpointError);
+}

@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "config/config_io.h"
 #include "core/errors.h"
+#include "core/optim_compat.h"
 #include "io/safetensors.h"
 #include "run/run_folder.h"
 #include "run/train_run.h"
@@ -261,4 +262,30 @@ CATCH_TEST_CASE("resume with threads 0 keeps the CPU thread split the checkpoint
   CATCH_CHECK(stored_split(config.train.steps) == first);
   CATCH_CHECK_THAT(testing::slurp(dir / "log.txt"),
                    Catch::Matchers::Contains(first->describe() + " (as the checkpoint was trained)"));
+}
+
+CATCH_TEST_CASE("resume with optimizer kernel auto keeps the AdamW kernel the checkpoint recorded",
+                "[e2e][resume]") {
+  testing::ScratchDir scratch("resume_optimizer_kernel");
+  const auto recorded = [&](const fs::path& dir, int64_t step) {
+    return read_checkpoint(dir / "checkpoints" / checkpoint_name(step)).state.optimizer_kernel;
+  };
+  RunConfig fresh = retrieval_config(0.0);
+  fresh.train.steps = 4;
+  resumable_run(fresh, scratch.path / "fresh");  // "auto": the fused kernel wherever LibTorch has it
+  CATCH_CHECK(recorded(scratch.path / "fresh", 4) == std::string(kHasFusedAdamW ? "fused" : "separate"));
+
+  RunConfig separate = retrieval_config(0.0);
+  apply_override(separate, "train.optimizer.kernel=separate");
+  RunConfig automatic = retrieval_config(0.0);
+  const fs::path straight = scratch.path / "straight", resumed = scratch.path / "resumed";
+  resumable_run(separate, straight);
+  resumable_run(separate, resumed, 12);
+  CATCH_CHECK(recorded(resumed, 12) == std::string("separate"));
+  resumable_run(automatic, resumed);
+  const std::string last = checkpoint_name(separate.train.steps);
+  CATCH_CHECK(recorded(resumed, separate.train.steps) == std::string("separate"));
+  CATCH_CHECK(first_metrics_difference(metrics(straight), metrics(resumed)) == "");
+  CATCH_CHECK(tensor_difference(straight / "checkpoints" / last / "optimizer.safetensors",
+                                resumed / "checkpoints" / last / "optimizer.safetensors") == "");
 }

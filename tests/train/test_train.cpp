@@ -185,7 +185,8 @@ CATCH_TEST_CASE("make_adamw: train.optimizer.kernel picks the AdamW kernel, and 
   OptimizerConfig config;
   CATCH_CHECK(config.kernel == OptimizerKernel::kAuto);
   auto flat = [](const std::unique_ptr<torch::optim::AdamW>& o) { return dynamic_cast<FlatAdamW*>(o.get()); };
-  CATCH_CHECK_FALSE(flat(make_adamw(*model, config))->uses_fused_kernel());  // auto on the CPU: separate
+  // auto: the fused kernel wherever LibTorch has it, the CPU included
+  CATCH_CHECK(flat(make_adamw(*model, config))->uses_fused_kernel() == kHasFusedAdamW);
   config.kernel = OptimizerKernel::kFused;
   if (kHasFusedAdamW) {
     CATCH_CHECK(flat(make_adamw(*model, config))->uses_fused_kernel());
@@ -221,4 +222,23 @@ CATCH_TEST_CASE(
   CATCH_CHECK_FALSE(std::isfinite(poisoned.loss));
   CATCH_CHECK(poisoned.first_nonfinite_activation == "blocks.1.attn (micro-batch 0)");
   CATCH_CHECK(torch::equal(poisoned_state, clean_state));
+}
+
+CATCH_TEST_CASE(
+    "kernel_for_run: auto is fused where LibTorch has the kernel, and a resumed run keeps the recorded one",
+    "[unit][train]") {
+  const c10::Device cpu(c10::kCPU), gpu(c10::kCUDA, 0);
+  const OptimizerKernel fused_if_built =
+      kHasFusedAdamW ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
+  for (const OptimizerKernel explicit_kernel : {OptimizerKernel::kFused, OptimizerKernel::kSeparate}) {
+    CATCH_CHECK(kernel_for_run(explicit_kernel, false, std::nullopt, cpu) == explicit_kernel);
+    CATCH_CHECK(kernel_for_run(explicit_kernel, true, std::string("separate"), cpu) == explicit_kernel);
+  }
+  CATCH_CHECK(kernel_for_run(OptimizerKernel::kAuto, false, std::nullopt, cpu) == fused_if_built);
+  CATCH_CHECK(kernel_for_run(OptimizerKernel::kAuto, true, std::string("separate"), cpu) ==
+              OptimizerKernel::kSeparate);
+  CATCH_CHECK(kernel_for_run(OptimizerKernel::kAuto, true, std::string("fused"), cpu) == fused_if_built);
+  // Checkpoints from before the kernel was recorded: "auto" was fused on a GPU only.
+  CATCH_CHECK(kernel_for_run(OptimizerKernel::kAuto, true, std::nullopt, cpu) == OptimizerKernel::kSeparate);
+  CATCH_CHECK(kernel_for_run(OptimizerKernel::kAuto, true, std::nullopt, gpu) == fused_if_built);
 }
