@@ -36,8 +36,7 @@ struct TrainingState {
   nlohmann::json spike_detector;       // SpikeDetector::state()
   int64_t world_size = 1;              // data-parallel ranks that trained it (absent in older checkpoints: 1)
   std::optional<ThreadSplit> threads;  // the CPU thread split it was trained with (absent in older ones)
-  std::optional<std::string>
-      optimizer_kernel;  // "fused" | "separate", the AdamW kernel (absent in older ones)
+  std::optional<std::string> optimizer_kernel;  // "fused" | "separate" (absent in older ones)
 
   nlohmann::json to_json() const;
   static TrainingState from_json(const nlohmann::json& json, const std::string& source);

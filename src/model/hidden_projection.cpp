@@ -94,7 +94,12 @@ at::Tensor project_hidden(FfnKind kind, const at::Tensor& first, const at::Tenso
   const bool records = torch::GradMode::is_enabled() &&
                        (first.requires_grad() || (second.defined() && second.requires_grad()) ||
                         weight.requires_grad() || (bias.defined() && bias.requires_grad()));
-  if (!records) return torch::linear(hidden_of(kind, first, second), weight, bias);
+  // The backward's products take first as it is: when autocast would cast it (fc_in's output never needs
+  // that), the plain composition runs instead.
+  const c10::ScalarType products =
+      enabled_autocast_dtype(first.device().type()).value_or(weight.scalar_type());
+  if (!records || first.scalar_type() != products)
+    return torch::linear(hidden_of(kind, first, second), weight, bias);
   const auto optional = [](const at::Tensor& t) {
     return t.defined() ? c10::optional<at::Tensor>(t) : c10::optional<at::Tensor>();
   };

@@ -237,8 +237,7 @@ class TrainJob {
         *recorded_kernel != to_string(adamw_kernel(trainer_->optimizer()))) {
       log.warn(
           "the checkpoint was trained with the {} AdamW kernel and continues with the {} one: the steps "
-          "agree to "
-          "float32 rounding, no longer bit for bit (train.optimizer.kernel, docs/config.md)",
+          "agree to float32 rounding, no longer bit for bit (train.optimizer.kernel, docs/config.md)",
           *recorded_kernel, to_string(adamw_kernel(trainer_->optimizer())));
     }
     trainer_->set_flops(static_cast<double>(cost_.flops.training_causal), peak_.flops);

@@ -53,22 +53,16 @@ OptimizerKernel kernel_for_run(OptimizerKernel configured, bool resuming,
   return fused && kHasFusedAdamW ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
 }
 
-namespace {
-
-FlatAdamW& flat(const torch::optim::AdamW& optimizer) {
-  auto* flat = dynamic_cast<const FlatAdamW*>(&optimizer);
-  TORCH_CHECK(flat != nullptr, "[optimizer] expected the FlatAdamW of make_adamw");
-  return const_cast<FlatAdamW&>(*flat);
-}
-
-}  // namespace
-
 void set_adamw_kernel(torch::optim::AdamW& optimizer, OptimizerKernel kernel) {
-  flat(optimizer).set_kernel(kernel);
+  auto* flat = dynamic_cast<FlatAdamW*>(&optimizer);
+  TORCH_CHECK(flat != nullptr, "[optimizer] expected the FlatAdamW of make_adamw");
+  flat->set_kernel(kernel);
 }
 
 OptimizerKernel adamw_kernel(const torch::optim::AdamW& optimizer) {
-  return flat(optimizer).uses_fused_kernel() ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
+  const auto* flat = dynamic_cast<const FlatAdamW*>(&optimizer);
+  TORCH_CHECK(flat != nullptr, "[optimizer] expected the FlatAdamW of make_adamw");
+  return flat->uses_fused_kernel() ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
 }
 
 }  // namespace causal

@@ -124,7 +124,8 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
     const ModelInputs inputs = model_inputs(micro_batches[i]);
     // The generator as this forward finds it, so that a non-finite loss can replay the forward exactly
     // (dropout drawing the same masks). Tracing every step instead would keep each sub-layer's output, which
-    // autograd frees, until backward ends: 50 MiB at bench shape L.
+    // autograd frees, until backward ends: 36-68 MiB at bench shape L
+    // (docs/bench.md#recomputed-ffn-activation).
     const at::Generator before = generator_snapshot(inputs.tokens.device());
     ModelOutput result = model->forward(inputs, options);
     at::Tensor loss = loss_sum(result.logits, micro_batches[i].labels) / denominator;
