@@ -231,14 +231,14 @@ class TrainJob {
         ranks_.distributed() ? static_cast<BatchSource&>(*shard_) : task_->training_batches();
     trainer_.emplace(config_, model_, batches, output(), device_);
     const std::optional<std::string> recorded_kernel = from_ ? from_->state.optimizer_kernel : std::nullopt;
-    set_adamw_kernel(trainer_->optimizer(), kernel_for_run(config_.train.optimizer.kernel, from_.has_value(),
-                                                           recorded_kernel, device_));
-    if (ranks_.leader() && recorded_kernel &&
-        *recorded_kernel != to_string(adamw_kernel(trainer_->optimizer()))) {
+    const OptimizerKernel kernel =
+        kernel_for_run(config_.train.optimizer.kernel, from_.has_value(), recorded_kernel, device_);
+    set_adamw_kernel(trainer_->optimizer(), kernel);
+    if (ranks_.leader() && recorded_kernel && *recorded_kernel != to_string(kernel)) {
       log.warn(
           "the checkpoint was trained with the {} AdamW kernel and continues with the {} one: the steps "
           "agree to float32 rounding, no longer bit for bit (train.optimizer.kernel, docs/config.md)",
-          *recorded_kernel, to_string(adamw_kernel(trainer_->optimizer())));
+          *recorded_kernel, to_string(kernel));
     }
     trainer_->set_flops(static_cast<double>(cost_.flops.training_causal), peak_.flops);
     trainer_->set_data_parallel(ranks_.parallel());
