@@ -3,6 +3,8 @@
 
 #include <torch/version.h>
 
+#include <type_traits>
+
 #include "core/errors.h"
 #include "core/optim_compat.h"
 #include "train/flat_adamw.h"
@@ -53,16 +55,25 @@ OptimizerKernel kernel_for_run(OptimizerKernel configured, bool resuming,
   return fused && kHasFusedAdamW ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
 }
 
-void set_adamw_kernel(torch::optim::AdamW& optimizer, OptimizerKernel kernel) {
-  auto* flat = dynamic_cast<FlatAdamW*>(&optimizer);
+namespace {
+
+// The FlatAdamW that make_adamw returned as an AdamW, const where the optimizer is.
+template <typename AdamW>
+auto& flat_of(AdamW& optimizer) {
+  using Flat = std::conditional_t<std::is_const_v<AdamW>, const FlatAdamW, FlatAdamW>;
+  auto* flat = dynamic_cast<Flat*>(&optimizer);
   TORCH_CHECK(flat != nullptr, "[optimizer] expected the FlatAdamW of make_adamw");
-  flat->set_kernel(kernel);
+  return *flat;
+}
+
+}  // namespace
+
+void set_adamw_kernel(torch::optim::AdamW& optimizer, OptimizerKernel kernel) {
+  flat_of(optimizer).set_kernel(kernel);
 }
 
 OptimizerKernel adamw_kernel(const torch::optim::AdamW& optimizer) {
-  const auto* flat = dynamic_cast<const FlatAdamW*>(&optimizer);
-  TORCH_CHECK(flat != nullptr, "[optimizer] expected the FlatAdamW of make_adamw");
-  return flat->uses_fused_kernel() ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
+  return flat_of(optimizer).uses_fused_kernel() ? OptimizerKernel::kFused : OptimizerKernel::kSeparate;
 }
 
 }  // namespace causal
