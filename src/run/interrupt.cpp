@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <exception>
 
 namespace causal {
 namespace {
@@ -30,10 +31,11 @@ SignalHandler cleared_handler() {
 
 }  // namespace
 
-InterruptGuard::InterruptGuard() : handlers_(cleared_handler()) {}
+InterruptGuard::InterruptGuard()
+    : exceptions_at_start_(std::uncaught_exceptions()), handlers_(cleared_handler()) {}
 
 InterruptGuard::~InterruptGuard() {
-  if (g_pending.load() != 0) handlers_.keep_installed();
+  if (g_pending.load() != 0 || std::uncaught_exceptions() > exceptions_at_start_) handlers_.keep_installed();
 }
 
 int InterruptGuard::pending() const { return g_pending.load(); }

@@ -7,9 +7,11 @@
 
 namespace causal {
 
-// Installs the handlers for its lifetime and restores the previous ones after, unless a signal came: then
-// they stay, so that a second signal during the way out (the last checkpoint, the exit) still exits at
-// once with 128 + signal instead of dying by the default action. One at a time.
+// Installs the handlers for its lifetime and restores the previous ones after, unless a signal came or an
+// exception is leaving the loop: then they stay, so that a signal during the way out neither kills the
+// process by the default action before it reports its error (a --nproc launcher stops the other ranks as
+// soon as one fails, and after a non-finite step all fail together, the leader last) nor, if it is the
+// second, waits: that one exits at once with 128 + signal. One at a time.
 class InterruptGuard {
  public:
   InterruptGuard();
@@ -20,6 +22,7 @@ class InterruptGuard {
   int pending() const;  // the signal received (SIGINT or SIGTERM), 0 if none
 
  private:
+  int exceptions_at_start_;
   StopSignalScope handlers_;
 };
 

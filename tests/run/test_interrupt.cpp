@@ -2,6 +2,7 @@
 // sweep): what stays installed after their scope, with and without a signal.
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <stdexcept>
 
 #include "core/subprocess.h"
 #include "run/interrupt.h"
@@ -40,6 +41,38 @@ CATCH_TEST_CASE("after a signal the handlers outlive the loop, so a second one s
   CATCH_CHECK(current_handler(SIGINT) != SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   std::signal(SIGINT, SIG_DFL);
+}
+
+CATCH_TEST_CASE("a loop left by an error keeps the handlers, so a first signal cannot kill it unreported",
+                "[unit][run]") {
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGINT, SIG_DFL);
+  try {
+    causal::InterruptGuard guard;
+    throw std::runtime_error("step 3: non-finite loss");
+  } catch (const std::runtime_error&) {
+    // The error is reported here; a SIGTERM from the launcher meanwhile is only recorded.
+    CATCH_CHECK(current_handler(SIGTERM) != SIG_DFL);
+    CATCH_CHECK(current_handler(SIGINT) != SIG_DFL);
+    std::raise(SIGTERM);
+  }
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGINT, SIG_DFL);
+  // A guard made while another exception is already in flight restores on its own normal exit.
+  struct Unwinding {
+    ~Unwinding() {
+      { causal::InterruptGuard inner; }
+      restored = current_handler(SIGTERM) == SIG_DFL;
+    }
+    bool& restored;
+  };
+  bool restored = false;
+  try {
+    Unwinding u{restored};
+    throw std::runtime_error("outer");
+  } catch (const std::runtime_error&) {
+  }
+  CATCH_CHECK(restored);
 }
 
 CATCH_TEST_CASE("a forwarding parent's handler is restored without a signal and kept after one",
