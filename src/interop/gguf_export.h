@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "interop/gguf_file.h"
+#include "io/gguf_file.h"
 #include "interop/interop_model.h"
 
 namespace causal {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "interop/gguf_file.h"
+#include "io/gguf_file.h"
 #include "interop/model_from_provenance.h"
 #include "interop/tensor_map.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "interop/gguf_file.h"
+#include "io/gguf_file.h"
 
 namespace causal {
 

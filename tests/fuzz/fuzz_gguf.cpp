@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "interop/gguf_file.h"
+#include "io/gguf_file.h"
 #include "interop/gguf_model_config.h"
 
 using namespace causal;

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "core/errors.h"
-#include "interop/gguf_file.h"
+#include "io/gguf_file.h"
 #include "support/scratch_dir.h"
 
 using namespace causal;

@@ -1,5 +1,5 @@
 // GGUF v3 bytes <-> GgufFile. Little-endian throughout (as every machine causal runs on).
-#include "interop/gguf_file.h"
+#include "io/gguf_file.h"
 
 #include <cstring>
 #include <fstream>
