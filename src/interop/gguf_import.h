@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "io/gguf_file.h"
 #include "interop/interop_model.h"
+#include "io/gguf_file.h"
 
 namespace causal {
 

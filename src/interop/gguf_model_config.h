@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "io/gguf_file.h"
 #include "interop/model_from_provenance.h"
 #include "interop/tensor_map.h"
+#include "io/gguf_file.h"
 
 namespace causal {
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "io/gguf_file.h"
 #include "interop/gguf_model_config.h"
+#include "io/gguf_file.h"
 
 using namespace causal;
 
