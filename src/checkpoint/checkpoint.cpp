@@ -58,6 +58,14 @@ void flatten(const nlohmann::json& value, const std::string& path,
 
 }  // namespace
 
+nlohmann::json identity_without_data(const std::string& tokenizer, const std::string& description) {
+  return {{"tokenizer", tokenizer}, {"tokenizer_description", description}, {"awaiting_data", true}};
+}
+
+bool awaits_data(const TrainingState& state) {
+  return state.data_identity.is_object() && state.data_identity.value("awaiting_data", false);
+}
+
 nlohmann::json thread_split_to_json(const ThreadSplit& split) {
   return {{"aten", split.aten}, {"blas", split.blas}};
 }

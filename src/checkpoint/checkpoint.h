@@ -42,6 +42,11 @@ struct TrainingState {
   static TrainingState from_json(const nlohmann::json& json, const std::string& source);
 };
 
+// The data identity of a model imported without data: only its tokenizer, so that training may name any
+// text data that tokenizer encoded (and start that data from its beginning).
+nlohmann::json identity_without_data(const std::string& tokenizer, const std::string& description);
+bool awaits_data(const TrainingState& state);
+
 // {"aten": A, "blas": B}, as state.json and forensics hold it; reading throws CheckpointError for counts
 // below 1 and nlohmann's exception for a missing field.
 nlohmann::json thread_split_to_json(const ThreadSplit& split);

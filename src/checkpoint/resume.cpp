@@ -129,9 +129,18 @@ std::optional<nlohmann::json> finished_results(const StartPlan& plan, const Chec
 
 void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested_config,
                      const nlohmann::json& identity, spdlog::logger* log) {
-  std::vector<std::string> errors =
-      config_differences(from.config, requested_config, {"model", "data", "seed"});
+  // An import without data takes any data its tokenizer encoded: only the tokenizer is compared.
+  const bool awaiting = awaits_data(from.state);
+  std::vector<std::string> errors = config_differences(
+      from.config, requested_config,
+      awaiting ? std::vector<std::string>{"model", "seed"} : std::vector<std::string>{"model", "data", "seed"});
   nlohmann::json now = identity;
+  if (awaiting && now.is_object()) {
+    nlohmann::json tokenizer_only;
+    for (const char* key : {"tokenizer", "tokenizer_description"}) tokenizer_only[key] = now.value(key, "");
+    tokenizer_only["awaiting_data"] = true;
+    now = tokenizer_only;
+  }
   // Checkpoints written before the data fingerprint existed are compared on what they hold.
   if (from.state.data_identity.is_object() && now.is_object() &&
       !from.state.data_identity.contains("train_sha256"))

@@ -33,6 +33,8 @@ int run_export(const ExportFlags& flags) {
   if (run_dir.empty())
     run_dir = fs::absolute(flags.checkpoint).lexically_normal().parent_path().parent_path().string();
   const GgufTensorType dtype = parse_export_dtype(flags.dtype);
+  if (flags.format == "hf" && dtype == GgufTensorType::kQ8_0)
+    throw UsageError("export: --dtype q8_0 is a GGUF block format; the HF layout takes f32, f16 or bf16");
   const auto start = std::chrono::steady_clock::now();
   const InteropModel model = load_export_source(run_dir, flags.checkpoint);
   const std::string& source = model.origin;
@@ -69,9 +71,11 @@ Command add_export_command(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"gguf", "hf"}));
   command->add_option("--out", flags->out, "GGUF file, or the HF folder to create")->required();
-  command->add_option("--dtype", flags->dtype, "Weight precision: f32, f16 or bf16")
+  command->add_option("--dtype", flags->dtype,
+                      "Weight precision: f32, f16, bf16, or q8_0 (GGUF only: 2-D weights in llama.cpp's 8-bit "
+                      "blocks, as small as most downloaded models)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   return {command, [flags] { return run_export(*flags); }};
 }
 

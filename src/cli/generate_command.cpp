@@ -15,7 +15,8 @@ namespace {
 int run_generate(const GenerateRequest& request) {
   const GenerateResult result = generate_text(request);
   if (result.decoded) {
-    std::cout << request.prompt << result.text << "\n";
+    // A chat prints its answer alone; a prompt is printed with its continuation.
+    std::cout << (request.chat.empty() ? request.prompt : "") << result.text << "\n";
   } else {
     // No tokenizer: the ids themselves, prompt (after BOS) and continuation.
     std::string line;
@@ -26,6 +27,11 @@ int run_generate(const GenerateRequest& request) {
   }
   std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n",
                result.generated_ids.size(), static_cast<long long>(result.step), result.stop_reason.c_str());
+  // Prefill covers the prompt and the first new token; each later token is one cached forward pass.
+  const size_t later = result.generated_ids.size() > 1 ? result.generated_ids.size() - 1 : 0;
+  std::fprintf(stderr, "prompt: %zu tokens in %.3f s; generation: %zu tokens in %.3f s (%.1f tokens/s)\n",
+               result.prompt_ids.size(), result.prompt_seconds, later, result.generate_seconds,
+               result.generate_seconds > 0 ? static_cast<double>(later) / result.generate_seconds : 0.0);
   if (request.verify_cache) std::printf("verify-cache max_abs_diff=%.9g\n", result.max_abs_diff);
   return kExitOk;
 }
@@ -39,7 +45,15 @@ Command add_generate_command(CLI::App& app) {
       "Sample text from a text run's checkpoint with the KV cache (RoPE/learned positions at absolute "
       "positions). Prints the prompt and its continuation.");
   add_checkpoint_options(*generate, request->run_dir, request->checkpoint);
-  generate->add_option("--prompt", request->prompt, "Prompt text (encoded as BOS + its tokens)");
+  generate->add_option("--prompt", request->prompt,
+                       "Prompt text (its tokens, after BOS where the tokenizer's model expects one)");
+  generate->add_option("--chat", request->chat,
+                       "A user message, rendered through the run's chat template (docs/chat.md); prints the "
+                       "answer, which ends at the template's end-of-turn token");
+  generate->add_option("--system", request->system, "With --chat: a system message before it");
+  generate->add_option("--chat-template", request->chat_template,
+                       "With --chat: the template family to use instead of the recorded one (chatml, llama3, "
+                       "llama2, gemma, mistral, phi3)");
   generate
       ->add_option("--prompt-ids", request->prompt_ids,
                    "Prompt as ids after BOS (runs whose tokenizer is not known, e.g. imported tokens)")

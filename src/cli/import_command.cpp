@@ -1,5 +1,6 @@
 // `causal import`: a GGUF file or an HF folder -> a run folder with a step-0 checkpoint.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -22,9 +23,14 @@ struct ImportFlags {
 int run_import(const ImportFlags& flags) {
   const InteropModel model = flags.format == "gguf" ? import_gguf(flags.input) : import_hf(flags.input);
   const std::string checkpoint = import_run(model, flags.input, flags.request);
+  const bool named = std::any_of(flags.request.overrides.begin(), flags.request.overrides.end(),
+                                 [](const std::string& o) { return o.rfind("data.train=", 0) == 0; }) ||
+                     !flags.request.config.empty();
   std::cout << "imported " << flags.input << " into " << flags.request.out << " (checkpoint " << checkpoint
-            << "); continue with: causal train --run-dir " << flags.request.out
-            << " --resume auto --set train.steps=N\n";
+            << ")";
+  if (model.tokenizer) std::cout << ", tokenizer " << model.tokenizer->info.describe();
+  std::cout << "\ncontinue with: causal train --run-dir " << flags.request.out << " --resume auto"
+            << (named ? "" : " --set data.train=TRAIN.tok --set data.val=VAL.tok") << " --set train.steps=N\n";
   return kExitOk;
 }
 
@@ -34,10 +40,10 @@ Command add_import_command(CLI::App& app) {
   auto flags = std::make_shared<ImportFlags>();
   CLI::App* command = app.add_subcommand(
       "import",
-      "Build a run folder from a GGUF file (F32/F16/BF16, llama or gpt2) or an HF folder (LlamaForCausalLM "
-      "or "
-      "GPT2LMHeadModel): config.json, the tokenizer and a step-0 checkpoint that train --resume, eval and "
-      "generate use (docs/export.md). The text data must be named (--set data.train=... data.val=...)");
+      "Build a run folder from a GGUF file (F32/F16/BF16 or quantized, dequantized to float32) or an HF "
+      "folder: config.json, the tokenizer and a step-0 checkpoint that eval, generate, export and train "
+      "--resume use (docs/export.md). Text data may be named now (--set data.train=... --set data.val=...) "
+      "or when training; a file whose tokenizer causal cannot rebuild needs it now");
   command->add_option("--format", flags->format, "gguf or hf")
       ->required()
       ->check(CLI::IsMember({"gguf", "hf"}));
@@ -47,6 +53,10 @@ Command add_import_command(CLI::App& app) {
       "--config", flags->request.config,
       "Base config for everything but the model (data, train, seed, name); default: text data");
   command->add_option("--set", flags->request.overrides, kSetHelp);
+  command->add_option("--dtype", flags->request.dtype,
+                      "Precision of the imported weights: f32 (exact), or bf16/f16 (rounded to it)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   return {command, [flags] { return run_import(*flags); }};
 }
 

@@ -26,6 +26,11 @@ const std::string& Tokenizer::model_bytes() const {
   return none;
 }
 
+const std::string& Tokenizer::chat_template() const {
+  static const std::string none;
+  return none;
+}
+
 ByteTokenizer::ByteTokenizer() : info_{"bytes", 259, 256, 257, 258} {}
 
 std::vector<int64_t> ByteTokenizer::encode(std::string_view text) const {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -39,6 +40,12 @@ class Tokenizer {
   virtual size_t split_point(std::string_view text) const { return text.size(); }
   // The model file's bytes, stored in token files, run folders and checkpoints; empty for built-ins.
   virtual const std::string& model_bytes() const;
+  // For prompts and chat: the chat template (Jinja text) the tokenizer came with, "" for none; whether its
+  // model expects BOS before a prompt; the id of a special token written as text, nullopt when `text` is
+  // not one (the bytes and SentencePiece tokenizers have none that text can name).
+  virtual const std::string& chat_template() const;
+  virtual bool adds_bos() const { return true; }
+  virtual std::optional<int64_t> special_token_id(std::string_view /*text*/) const { return std::nullopt; }
 };
 
 // One id per byte (0..255), then BOS 256, EOS 257, PAD 258: any byte string round-trips exactly.

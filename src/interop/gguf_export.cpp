@@ -23,9 +23,15 @@ uint32_t file_type(GgufTensorType dtype) {
 
 void add_tokenizer(GgufFile& file, const Vocab& vocab) {
   auto& md = file.metadata;
-  const bool spm = vocab.kind != Vocab::Kind::kBytes;
+  const bool bpe = vocab.kind == Vocab::Kind::kByteBpe;
+  const bool spm = vocab.kind != Vocab::Kind::kBytes && !bpe;
   md.emplace_back("tokenizer.ggml.model", GgufValue::string(spm ? "llama" : "gpt2"));
-  if (!spm) md.emplace_back("tokenizer.ggml.pre", GgufValue::string("default"));
+  if (bpe && vocab.pre_tokenizer.empty())
+    std::cerr << "warning: [export] the tokenizer's pre-tokenizer regexes match no pre-tokenizer llama.cpp "
+                 "names: written as \"default\" (GPT-2's), so llama.cpp may split some text differently\n";
+  if (!spm)
+    md.emplace_back("tokenizer.ggml.pre",
+                    GgufValue::string(bpe && !vocab.pre_tokenizer.empty() ? vocab.pre_tokenizer : "default"));
   md.emplace_back("tokenizer.ggml.tokens", GgufValue::strings(vocab.pieces));
   if (spm) {
     std::vector<double> scores(vocab.scores.begin(), vocab.scores.end());
@@ -35,7 +41,7 @@ void add_tokenizer(GgufFile& file, const Vocab& vocab) {
   for (PieceKind kind : vocab.kinds) types.push_back(static_cast<int64_t>(kind));
   md.emplace_back("tokenizer.ggml.token_type", GgufValue::i32s(types));
   // A byte vocabulary without merges: every byte stays its own token, exactly as causal's bytes tokenizer.
-  if (!spm) md.emplace_back("tokenizer.ggml.merges", GgufValue::strings({}));
+  if (!spm) md.emplace_back("tokenizer.ggml.merges", GgufValue::strings(vocab.merges));
   // llama.cpp assumes BOS 1 / EOS 2 when these are missing: always write them.
   md.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(vocab.bos_id)));
   md.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(vocab.eos_id)));
@@ -43,13 +49,15 @@ void add_tokenizer(GgufFile& file, const Vocab& vocab) {
     md.emplace_back("tokenizer.ggml.padding_token_id", GgufValue::u32(static_cast<uint32_t>(vocab.pad_id)));
   if (vocab.unk_id >= 0)
     md.emplace_back("tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(vocab.unk_id)));
-  md.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolean(true));
+  md.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolean(!bpe || vocab.add_bos));
   md.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
   if (spm) {
     md.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolean(vocab.add_space_prefix));
     md.emplace_back("tokenizer.ggml.remove_extra_whitespaces",
                     GgufValue::boolean(vocab.remove_extra_whitespaces));
   }
+  if (!vocab.chat_template.empty())
+    md.emplace_back("tokenizer.chat_template", GgufValue::string(vocab.chat_template));
 }
 
 }  // namespace

@@ -3,11 +3,32 @@
 
 #include <ATen/ATen.h>
 
+#include "data/byte_bpe_model.h"
+#include "data/byte_bpe_tokenizer.h"
 #include "interop/gguf_model_config.h"
 #include "interop/mapped_tensors.h"
 #include "interop/tensor_bytes.h"
+#include "interop/vocab.h"
 
 namespace causal {
+namespace {
+
+// A byte-level BPE vocabulary ("gpt2") becomes the run's tokenizer. causal's own byte vocabulary (259
+// pieces, no merges) stays the bytes tokenizer, and SentencePiece vocabularies ("llama") are only
+// compared with the data's tokenizer (run_import), since their model file is not in the GGUF.
+std::optional<InteropTokenizer> gguf_tokenizer(const GgufFile& file, const std::vector<std::string>& pieces,
+                                               const std::string& path) {
+  const GgufValue* kind = file.find("tokenizer.ggml.model");
+  const std::string* name = kind ? std::get_if<std::string>(&kind->value) : nullptr;
+  if (!name || *name != "gpt2") return std::nullopt;
+  const ByteTokenizer bytes;
+  if (pieces == vocab_of(bytes.info(), "").pieces) return InteropTokenizer{bytes.info(), ""};
+  const std::string model_bytes = byte_bpe_model_bytes(byte_bpe_from_gguf(file, path));
+  const ByteBpeTokenizer tokenizer(model_bytes, path);
+  return InteropTokenizer{tokenizer.info(), model_bytes};
+}
+
+}  // namespace
 
 InteropModel model_from_gguf(const GgufFile& file, const std::string& path) {
   const ImportedConfig imported = gguf_model_config(file, path);
@@ -23,6 +44,7 @@ InteropModel model_from_gguf(const GgufFile& file, const std::string& path) {
       },
       path);
   out.vocab_pieces = gguf_vocab_pieces(file);
+  out.tokenizer = gguf_tokenizer(file, out.vocab_pieces, path);
   return out;
 }
 

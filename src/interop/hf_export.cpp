@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/errors.h"
+#include "data/byte_bpe_model.h"
 #include "interop/export_source.h"
 #include "interop/mapped_tensors.h"
 #include "interop/tensor_bytes.h"
@@ -149,6 +150,14 @@ std::optional<Vocab> exported_vocab(const InteropModel& model) {
 void write_tokenizer(const fs::path& dir, const InteropModel& model, const std::optional<Vocab>& exported) {
   if (!exported) return;
   const Vocab& vocab = *exported;
+  if (vocab.kind == Vocab::Kind::kByteBpe) {
+    // The tokenizer's own files, as HF tokenizers reads them (its pre-tokenizer regexes, added tokens,
+    // BOS/EOS and chat template).
+    const ByteBpeModel bpe = parse_byte_bpe_model(model.tokenizer->model_bytes, "the run's tokenizer");
+    write_file_synced(dir / "tokenizer.json", hf_tokenizer_json(bpe));
+    write_file_synced(dir / "tokenizer_config.json", hf_tokenizer_config_json(bpe));
+    return;
+  }
   auto piece = [&](int64_t id) -> nlohmann::json {
     return id >= 0 ? nlohmann::json(vocab.pieces[static_cast<size_t>(id)]) : nlohmann::json(nullptr);
   };

@@ -18,14 +18,16 @@ namespace causal {
 
 struct InteropTokenizer {
   TokenizerInfo info;
-  std::string model_bytes;  // the SentencePiece model file; empty for bytes
+  std::string model_bytes;  // the tokenizer's model file (SentencePiece, byte-level BPE); empty for bytes
 };
 
 struct InteropModel {
   ModelConfig model;                          // resolved (n_kv_heads, ffn_hidden filled in)
   nlohmann::json config;                      // the whole resolved run config, or null when imported
   std::map<std::string, at::Tensor> tensors;  // causal parameter names -> float32 CPU tensors
-  std::optional<InteropTokenizer> tokenizer;  // export: absent for ids from another trainer
+  // Export: the run's (absent for ids from another trainer). Import: the file's, when causal rebuilds it
+  // (a byte-level BPE vocabulary); otherwise absent, and the data's tokenizer is checked against vocab_pieces.
+  std::optional<InteropTokenizer> tokenizer;
   std::string origin;                         // export: the checkpoint's config.json (named in errors)
   std::vector<std::string> vocab_pieces;      // import: the file's vocab, id -> piece (empty: none in it)
 };

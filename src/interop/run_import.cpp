@@ -56,6 +56,15 @@ void copy_weights(const InteropModel& imported, Transformer& model, const std::s
                           " imported tensor(s) match no parameter of the model");
 }
 
+void round_weights(Transformer& model, const std::string& dtype) {
+  if (dtype == "f32") return;
+  if (dtype != "bf16" && dtype != "f16")
+    throw UsageError("import: --dtype " + dtype + ": expected f32, bf16 or f16");
+  const torch::ScalarType type = dtype == "bf16" ? torch::kBFloat16 : torch::kHalf;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->parameters()) p.copy_(p.to(type).to(torch::kFloat32));
+}
+
 void check_vocab(const InteropModel& imported, const Task& task, const std::string& input) {
   const std::map<std::string, std::string> files = task.run_files();
   const auto info_file = files.find(kTokenizerInfoFile);
@@ -84,38 +93,60 @@ std::string import_run(const InteropModel& imported, const std::string& input, c
   base["model"] = config_to_json(with_model).at("model");
   const std::string source = request.config.empty() ? input : request.config;
   const RunConfig config = parse_config_text(base.dump(), source, request.overrides);
-  if (config.data.kind != DataKind::kText || config.data.train.empty() || config.data.val.empty())
-    throw UsageError(
-        "import: the run needs its text data (a checkpoint records the training data's identity): "
-        "--set data.train=TRAIN.tok --set data.val=VAL.tok, or --config with a text data section");
+  if (config.data.kind != DataKind::kText)
+    throw UsageError("import: an imported model is a text model: data.kind must be \"text\"");
+  const bool with_data = !config.data.train.empty() || !config.data.val.empty();
+  if (with_data && (config.data.train.empty() || config.data.val.empty()))
+    throw UsageError("import: name both data.train and data.val, or neither (import without data)");
+  if (!with_data && !imported.tokenizer)
+    throw UsageError("import: " + input +
+                     " carries no tokenizer causal can rebuild, so the run needs its text data now: "
+                     "--set data.train=TRAIN.tok --set data.val=VAL.tok");
   const nlohmann::json config_json = config_to_json(config);
   if (config_json.at("model") !=
       config_to_json(parse_config_text(base.dump(), source, {}, ConfigScope::kModel)).at("model"))
     throw UsageError("import: --set may not change model fields: the imported weights fix them");
 
   const c10::Device cpu(c10::kCPU);
-  std::unique_ptr<Task> task = make_task(config, cpu, TaskScope::kTraining);
-  check_vocab(imported, *task, input);
+  std::unique_ptr<Task> task = with_data ? make_task(config, cpu, TaskScope::kTraining) : nullptr;
+  if (task) check_vocab(imported, *task, input);
+  std::map<std::string, std::string> run_files;
+  if (task) {
+    run_files = task->run_files();
+  } else {
+    run_files[kTokenizerInfoFile] = tokenizer_info_to_json(imported.tokenizer->info).dump(2) + "\n";
+    if (!imported.tokenizer->model_bytes.empty())
+      run_files[kTokenizerModelFile] = imported.tokenizer->model_bytes;
+  }
   std::unique_ptr<RunFolder> folder = RunFolder::create(request.out, "runs", config.name);
-  const std::map<std::string, std::string> run_files = task->run_files();
   folder->write_json("config.json", config_json);
   for (const auto& [name, bytes] : run_files) folder->write_file(name, bytes);
 
   torch::manual_seed(static_cast<uint64_t>(config.seed));
   Transformer model(config.model);
   copy_weights(imported, model, input);
+  round_weights(model, request.dtype);
   const std::unique_ptr<torch::optim::AdamW> optimizer = make_adamw(*model, config.train.optimizer);
 
   TrainingState state;
-  state.initial_loss = task->initial_loss(model);
-  state.data = task->training_batches().state();
-  state.data_identity = task->identity();
+  if (task) {
+    state.initial_loss = task->initial_loss(model);
+    state.data = task->training_batches().state();
+    state.data_identity = task->identity();
+  } else {
+    const TokenizerInfo& info = imported.tokenizer->info;
+    state.data_identity = identity_without_data(info.name, info.describe());
+  }
   state.spike_detector = SpikeDetector(config.train.spike_window, config.train.spike_threshold).state();
   state.rng = capture_global_rng(cpu);
   const fs::path dir =
       save_checkpoint(folder->path() / "checkpoints", state, *model, *optimizer, config_json, run_files);
-  folder->log().info("imported {} into {}: step-0 checkpoint {} (initial loss {:.6f})", input,
-                     folder->path().string(), dir.string(), state.initial_loss);
+  if (task)
+    folder->log().info("imported {} into {}: step-0 checkpoint {} (initial loss {:.6f})", input,
+                       folder->path().string(), dir.string(), state.initial_loss);
+  else
+    folder->log().info("imported {} into {} without data: step-0 checkpoint {}, tokenizer {}", input,
+                       folder->path().string(), dir.string(), imported.tokenizer->info.describe());
   return dir.string();
 }
 

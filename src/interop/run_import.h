@@ -13,11 +13,16 @@ struct ImportRequest {
   std::string out;     // the run folder to create (must be empty or absent)
   std::string config;  // optional base config (data, train, ...); its model section is replaced
   std::vector<std::string> overrides;  // --set, applied after the imported model section
+  // "f32" keeps the (dequantized) weights as they are; "bf16" / "f16" rounds them to that precision, so the
+  // run starts from what a pipeline in that dtype would hold (checkpoints still store float32).
+  std::string dtype = "f32";
 };
 
-// A checkpoint also records the training data's identity (tokenizer, token counts, SHA-256), so the run's
-// text data (data.train, data.val) must be named: its tokenizer must have the model's vocab size, and the
-// same pieces when the file carries a vocab (DataError otherwise). Returns the checkpoint directory.
+// With text data named (data.train and data.val), the checkpoint records its identity as training does:
+// its tokenizer must have the model's vocab size, and the same pieces when the file carries a vocab
+// (DataError otherwise). Without data, the file's own tokenizer (model.tokenizer) goes into the run, and
+// training later takes any data that tokenizer encoded; a file without one needs its data named (UsageError).
+// Returns the checkpoint directory.
 std::string import_run(const InteropModel& model, const std::string& input, const ImportRequest& request);
 
 }  // namespace causal

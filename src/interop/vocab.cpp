@@ -5,6 +5,9 @@
 #include <map>
 
 #include "core/errors.h"
+#include "data/byte_bpe_model.h"
+#include "data/byte_bpe_tokenizer.h"
+#include "data/pre_tokenizer.h"
 
 namespace causal {
 namespace {
@@ -70,6 +73,24 @@ class ProtoReader {
   size_t at_;
   size_t end_;
 };
+
+Vocab byte_bpe_vocab(const ByteBpeModel& model) {
+  Vocab vocab;
+  vocab.kind = Vocab::Kind::kByteBpe;
+  vocab.pieces = model.tokens;
+  vocab.scores.assign(model.tokens.size(), 0.0f);
+  for (int32_t type : model.token_types) vocab.kinds.push_back(static_cast<PieceKind>(type));
+  for (const auto& [left, right] : model.merges) vocab.merges.push_back(left + " " + right);
+  vocab.bos_id = model.bos_id;
+  vocab.eos_id = model.eos_id;
+  vocab.pad_id = model.pad_id;
+  vocab.unk_id = model.unk_id;
+  vocab.pre_tokenizer = model.pre_tokenizer == "custom" ? pre_tokenizer_name(model.pre_regexes)
+                                                        : model.pre_tokenizer;
+  vocab.add_bos = model.add_bos;
+  vocab.chat_template = model.chat_template;
+  return vocab;
+}
 
 }  // namespace
 
@@ -184,8 +205,9 @@ Vocab vocab_of(const TokenizerInfo& info, const std::string& model_bytes) {
   }
   if (model_bytes.empty())
     throw DataError("[tokenizer] " + info.describe() +
-                    ": no tokenizer model to export (ids from another trainer); only bytes and SentencePiece "
-                    "tokenizers can be written");
+                    ": no tokenizer model to export (ids from another trainer); only bytes, SentencePiece "
+                    "and byte-level BPE tokenizers can be written");
+  if (info.name == kByteBpeTokenizer) return byte_bpe_vocab(parse_byte_bpe_model(model_bytes, "the run's tokenizer"));
   Vocab vocab = parse_sentencepiece(model_bytes);
   if (static_cast<int64_t>(vocab.pieces.size()) != info.vocab_size)
     throw DataError("[tokenizer] the SentencePiece model has " + std::to_string(vocab.pieces.size()) +

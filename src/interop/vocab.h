@@ -1,6 +1,7 @@
 // A tokenizer as the consumers list it: every piece with its score and kind. SentencePiece models are read
 // from their own file (the protobuf ModelProto, parsed here); the bytes tokenizer becomes GPT-2's
-// byte-level alphabet, which llama.cpp and HF tokenizers turn back into exactly the input bytes.
+// byte-level alphabet, which llama.cpp and HF tokenizers turn back into exactly the input bytes; byte-level
+// BPE models list their tokens and merges as they came.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ enum class PieceKind : int32_t {
 };
 
 struct Vocab {
-  enum class Kind { kBytes, kSentencePieceBpe, kSentencePieceUnigram };
+  enum class Kind { kBytes, kSentencePieceBpe, kSentencePieceUnigram, kByteBpe };
   Kind kind = Kind::kBytes;
   std::vector<std::string> pieces;  // id -> piece (bytes: GPT-2's printable stand-in for the byte)
   std::vector<float> scores;
@@ -30,6 +31,12 @@ struct Vocab {
   int64_t bos_id = -1, eos_id = -1, pad_id = -1, unk_id = -1;
   bool add_space_prefix = false;  // SentencePiece's add_dummy_prefix
   bool remove_extra_whitespaces = false;
+  // Byte-level BPE only: merges in rank order ("left right"), the pre-tokenizer's GGUF name ("" when its
+  // regexes match no name llama.cpp knows), whether the source adds BOS, and the chat template (or "").
+  std::vector<std::string> merges;
+  std::string pre_tokenizer;
+  bool add_bos = true;
+  std::string chat_template;
 };
 
 // The vocab of a run's tokenizer. Throws DataError for an unparsable model file or for a tokenizer with no

@@ -5,15 +5,19 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/utils.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "core/errors.h"
+#include "data/chat_template.h"
 #include "data/tokenizer.h"
 #include "model/kv_cache.h"
 #include "review/checkpoint_model.h"
@@ -85,8 +89,11 @@ void check_sampling_flags(const GenerateRequest& request) {
     if (o.rfind("device=", 0) != 0 && o.rfind("threads=", 0) != 0)
       throw UsageError("generate: --set " + o + ": only device and threads can be set");
   }
-  if (!request.prompt.empty() && !request.prompt_ids.empty()) {
-    throw UsageError("generate: give --prompt or --prompt-ids, not both");
+  if ((!request.prompt.empty()) + (!request.prompt_ids.empty()) + (!request.chat.empty()) > 1) {
+    throw UsageError("generate: give one of --prompt, --prompt-ids and --chat");
+  }
+  if (request.chat.empty() && (!request.system.empty() || !request.chat_template.empty())) {
+    throw UsageError("generate: --system and --chat-template go with --chat");
   }
 }
 
@@ -116,17 +123,45 @@ RunTokenizer checked_tokenizer(const GenerateRequest& request, const CheckpointM
   return run;
 }
 
-// BOS, then the encoded --prompt or the --prompt-ids; never longer than the model's context.
-std::vector<int64_t> prompt_ids(const GenerateRequest& request, const RunTokenizer& run, int64_t context) {
+// The chat's template family: --chat-template's, else the one the tokenizer's template text shows.
+ChatFamily chat_family(const GenerateRequest& request, const Tokenizer& tokenizer) {
+  if (!request.chat_template.empty()) return chat_family_from_name(request.chat_template);
+  std::string names;
+  for (const std::string& name : chat_family_names()) names += (names.empty() ? "" : ", ") + name;
+  if (tokenizer.chat_template().empty())
+    throw UsageError("generate: the run's tokenizer has no chat template; choose one with --chat-template "
+                     "NAME (" + names + ")");
+  if (std::optional<ChatFamily> family = detect_chat_family(tokenizer.chat_template())) return *family;
+  throw UsageError("generate: the run's chat template is not one causal recognises; choose the family it "
+                   "follows with --chat-template NAME (" + names + ")");
+}
+
+// The text the prompt encodes: --prompt, or the chat rendered up to the assistant's turn.
+std::string prompt_text(const GenerateRequest& request, const Tokenizer* tokenizer, std::string& family) {
+  if (request.chat.empty()) return request.prompt;
+  const ChatFamily chosen = chat_family(request, *tokenizer);
+  family = chat_family_name(chosen);
+  std::vector<ChatMessage> messages;
+  if (!request.system.empty()) messages.push_back({"system", request.system});
+  messages.push_back({"user", request.chat});
+  // BOS comes from the tokenizer's own rule below, not from the template text.
+  return render_chat(chosen, messages, /*add_generation_prompt=*/true, /*bos_text=*/"");
+}
+
+// BOS (when the tokenizer's model expects it), then the encoded prompt or the --prompt-ids; never longer
+// than the model's context.
+std::vector<int64_t> prompt_ids(const GenerateRequest& request, const RunTokenizer& run, int64_t context,
+                                std::string& family) {
   const TokenizerInfo& info = run.info;
-  if (run.tokenizer == nullptr && !request.prompt.empty()) {
+  if (run.tokenizer == nullptr && (!request.prompt.empty() || !request.chat.empty())) {
     throw UsageError("generate: the run's tokenizer " + info.describe() +
-                     " is not known, so a text --prompt cannot be encoded; give --prompt-ids or "
+                     " is not known, so a text --prompt or --chat cannot be encoded; give --prompt-ids or "
                      "--tokenizer F.model");
   }
-  std::vector<int64_t> ids{info.bos_id};
+  std::vector<int64_t> ids;
+  if (run.tokenizer == nullptr || run.tokenizer->adds_bos()) ids.push_back(info.bos_id);
   if (run.tokenizer != nullptr) {
-    for (int64_t id : run.tokenizer->encode(request.prompt)) ids.push_back(id);
+    for (int64_t id : run.tokenizer->encode(prompt_text(request, run.tokenizer.get(), family))) ids.push_back(id);
   }
   for (int64_t id : request.prompt_ids) {
     if (id < 0 || id >= info.vocab_size) {
@@ -157,7 +192,29 @@ GenerateResult generate_text(const GenerateRequest& request) {
   const int64_t context = config.model.max_seq_len;
   GenerateResult result;
   result.step = loaded.checkpoint.state.step;
-  result.prompt_ids = prompt_ids(request, run, context);
+  result.prompt_ids = prompt_ids(request, run, context, result.chat_family);
+  // A chat ends at its template's end-of-turn token: an id where the tokenizer has it as one token,
+  // else the text, found at the end of what has been decoded.
+  std::vector<int64_t> stop_ids;
+  std::vector<std::string> stop_texts;
+  if (!result.chat_family.empty()) {
+    for (const std::string& text : chat_stop_texts(chat_family_from_name(result.chat_family))) {
+      if (std::optional<int64_t> id = run.tokenizer->special_token_id(text)) {
+        stop_ids.push_back(*id);
+      } else {
+        stop_texts.push_back(text);
+      }
+    }
+  }
+  auto ends_turn = [&](int64_t next) {
+    if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) return true;
+    if (stop_texts.empty()) return false;
+    const std::string text = run.tokenizer->decode(result.generated_ids);
+    for (const std::string& stop : stop_texts)
+      if (text.size() >= stop.size() && text.compare(text.size() - stop.size(), stop.size(), stop) == 0)
+        return true;
+    return false;
+  };
 
   torch::NoGradGuard no_grad;
   Transformer& model = loaded.model;
@@ -167,7 +224,15 @@ GenerateResult generate_text(const GenerateRequest& request) {
   std::vector<int64_t> all = result.prompt_ids;
   at::Tensor chunk = at::tensor(result.prompt_ids, long_options).unsqueeze(0);  // (1,T)
   result.stop_reason = "max_new_tokens";
+  auto last = std::chrono::steady_clock::now();
+  auto lap = [&last] {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last).count();
+    last = now;
+    return seconds;
+  };
   for (int64_t i = 0; i < request.max_new_tokens; ++i) {
+    if (i == 1) result.prompt_seconds = lap();
     ForwardOptions options;
     options.cache = &cache;
     const at::Tensor cached = model->forward(ModelInputs{chunk}, options).logits[0];  // (Tchunk,V)
@@ -184,14 +249,33 @@ GenerateResult generate_text(const GenerateRequest& request) {
       result.stop_reason = "eos";
       break;
     }
+    if (ends_turn(next)) {
+      result.stop_reason = "end_of_turn";
+      break;
+    }
     if (static_cast<int64_t>(all.size()) > context) {  // `next` would be fed at position context
       result.stop_reason = "context";
       break;
     }
     chunk = at::tensor(std::vector<int64_t>{next}, long_options).unsqueeze(0);
   }
+  if (result.generated_ids.size() == 1) {
+    result.prompt_seconds = lap();
+  } else {
+    result.generate_seconds = lap();
+  }
   result.decoded = run.tokenizer != nullptr;
-  if (run.tokenizer != nullptr) result.text = run.tokenizer->decode(result.generated_ids);
+  if (run.tokenizer != nullptr) {
+    result.text = run.tokenizer->decode(result.generated_ids);
+    // The answer without its end-of-turn marker (an id decodes to nothing if it is a control token).
+    if (result.stop_reason == "end_of_turn")
+      for (const std::string& stop : chat_stop_texts(chat_family_from_name(result.chat_family)))
+        if (result.text.size() >= stop.size() &&
+            result.text.compare(result.text.size() - stop.size(), stop.size(), stop) == 0) {
+          result.text.resize(result.text.size() - stop.size());
+          break;
+        }
+  }
   return result;
 }
 

@@ -20,16 +20,24 @@ struct GenerateRequest {
   int64_t top_k = 0;          // 0 = the whole vocabulary
   uint64_t seed = 0;          // sampling generator; the same seed gives the same text
   bool verify_cache = false;  // recompute the full pass at every step and compare logits
+  // Chat: the user's message (and an optional system message) rendered through the run's chat template,
+  // or the family `chat_template` names; generation stops at the template's end-of-turn token.
+  std::string chat;
+  std::string system;
+  std::string chat_template;
 };
 
 struct GenerateResult {
-  std::vector<int64_t> prompt_ids;     // BOS + prompt
+  std::vector<int64_t> prompt_ids;     // BOS (when the tokenizer's model expects it) + prompt
   std::vector<int64_t> generated_ids;  // new tokens (EOS included when it ended the text)
   std::string text;                    // the decoded new tokens ("" when no tokenizer is known)
   bool decoded = true;                 // false: no tokenizer known, only ids
-  std::string stop_reason;             // "eos", "max_new_tokens" or "context" (model.max_seq_len reached)
+  std::string stop_reason;             // "eos", "end_of_turn" (chat), "max_new_tokens" or "context"
+  std::string chat_family;             // chat: the template family used
   double max_abs_diff = 0.0;           // with verify_cache: largest |cached - full| logit over all steps
   int64_t step = 0;                    // checkpoint step
+  double prompt_seconds = 0.0;         // the prompt's forward pass (prefill)
+  double generate_seconds = 0.0;       // the tokens after it, one forward pass each
 };
 
 // Context rule: the prompt with BOS may hold at most model.max_seq_len tokens (never truncated; longer is

@@ -263,11 +263,13 @@ class TrainJob {
     if (from_) {
       load_model_weights(from_->dir, *model_);
       load_optimizer_state(from_->dir, *model_, trainer_->optimizer());
-      task_->training_batches().restore(from_->state.data);
+      // An import without data starts its data from the beginning, and measures its initial loss on it.
+      const bool awaiting = awaits_data(from_->state);
+      if (!awaiting) task_->training_batches().restore(from_->state.data);
       trainer_->spike_detector().restore(from_->state.spike_detector);
       start_ = {from_->state.step, from_->state.tokens_seen, from_->state.skipped_steps,
                 from_->state.consecutive_skips};
-      initial_loss_ = from_->state.initial_loss;
+      initial_loss_ = awaiting ? task_->initial_loss(model_) : from_->state.initial_loss;
       restore_global_rng(from_->state.rng, device_);  // last: nothing after it may draw random numbers
       log.info("resuming from {} (step {} of {})", from_->dir.string(), start_.step, steps_);
       if (ranks_.leader()) log_world_change(log, *from_, ranks_.world_size());

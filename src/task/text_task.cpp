@@ -60,6 +60,14 @@ std::string piece_label(int64_t id, const TokenizerInfo& info, const Tokenizer* 
   return label;
 }
 
+// An imported run has no data until it is named; the error says how to name it.
+void require_path(const std::string& key, const std::string& path, const std::string& what) {
+  if (path.empty())
+    throw ConfigError("the run config", key,
+                      "no " + what + " token file named (a run imported without data): --set " + key +
+                          "=FILE.tok (causal data encode --tokenizer writes one with the run's tokenizer)");
+}
+
 // The first `t` positions of a one-row batch.
 Batch first_positions(const Batch& b, int64_t t) {
   auto cut = [t](const at::Tensor& x) { return x.defined() ? x.slice(1, 0, t).contiguous() : x; };
@@ -72,7 +80,9 @@ class TextTask : public Task {
       : config_(config), rows_(TextRowOptions::from(config.data)), device_(device) {
     const DataConfig& data = config.data;
     const int64_t input_vocab = config.model.inputs[0].vocab;
+    require_path("data.val", data.val, "validation");
     if (scope == TaskScope::kTraining) {
+      require_path("data.train", data.train, "training");
       TokenFile train = open_token_file(data.train);
       val_ = std::make_unique<TokenFile>(open_token_file(data.val));
       check_same_tokenizer(val_->tokenizer(), data.val, train.tokenizer(), data.train);

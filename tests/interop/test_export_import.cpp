@@ -148,3 +148,49 @@ CATCH_TEST_CASE("import: unknown architectures and missing keys are refused with
   CATCH_CHECK(!fs::exists(root / "r2"));
   fs::remove_all(root);
 }
+
+// An import without data is a run folder that everything but training takes as it is; training takes any
+// data the recorded tokenizer encoded, and refuses data of another tokenizer.
+CATCH_TEST_CASE("import: a GGUF imported without data serves eval, generate, export and then training",
+                "[e2e][interop]") {
+  const fs::path root = scratch("interop_import_no_data");
+  const std::string bytes =
+      "--set data.train=data/brown-sample.train.tok --set data.val=data/brown-sample.val.tok ";
+  train(root / "trained", kLlama + "--set model.n_kv_heads=2 " + bytes);
+  const fs::path file = root / "trained.gguf";
+  Result r = run_causal("export --run " + (root / "trained").string() + " --format gguf --out " + file.string());
+  CATCH_REQUIRE(r.code == 0);
+  const fs::path run = root / "imported";
+  r = run_causal("import --format gguf --input " + file.string() + " --out " + run.string());
+  CATCH_INFO(r.err);
+  CATCH_REQUIRE(r.code == 0);
+  CATCH_CHECK(r.out.find("--set data.train=TRAIN.tok --set data.val=VAL.tok") != std::string::npos);
+  check_same_weights(root / "trained", run);
+  CATCH_CHECK(nlohmann::json::parse(slurp(run / "tokenizer.json"))["name"] == "bytes");
+
+  r = run_causal("generate --run " + run.string() + " --prompt 'The ' --temperature 0 --max-new-tokens 5");
+  CATCH_CHECK(r.code == 0);
+  r = run_causal("export --run " + run.string() + " --format hf --out " + (root / "again-hf").string());
+  CATCH_CHECK(r.code == 0);
+  // Evaluation and training name the data they lack.
+  r = run_causal("eval --run " + run.string());
+  CATCH_CHECK(r.code == 2);
+  CATCH_CHECK(r.err.find("data.val") != std::string::npos);
+  r = run_causal("eval --run " + run.string() + " --set data.val=data/brown-sample.val.tok");
+  CATCH_CHECK(r.code == 0);
+  r = run_causal("train --run-dir " + run.string() + " --resume auto --set train.steps=2");
+  CATCH_CHECK(r.code == 2);
+  CATCH_CHECK(r.err.find("data.val") != std::string::npos);
+  CATCH_CHECK(!fs::exists(newest_checkpoint(run).parent_path() / "step_00000002"));
+  // Data of another tokenizer is refused, naming it; the model's own trains.
+  r = run_causal("train --run-dir " + run.string() +
+                 " --resume auto --set train.steps=2 --set data.train=data/brown-sample.bpe.train.tok "
+                 "--set data.val=data/brown-sample.bpe.val.tok");
+  CATCH_CHECK(r.code != 0);
+  CATCH_CHECK(r.err.find("brown-sample.bpe") != std::string::npos);
+  r = run_causal("train --run-dir " + run.string() + " --resume auto --set train.steps=2 " + bytes);
+  CATCH_INFO(r.err);
+  CATCH_CHECK(r.code == 0);
+  CATCH_CHECK(fs::exists(run / "checkpoints" / "step_00000002"));
+  fs::remove_all(root);
+}

