@@ -5,6 +5,7 @@ Python.
 
   chat_reference.py probe                       (exit 0 when jinja2 imports)
   chat_reference.py render REQUEST.json OUT.json
+  chat_reference.py gguf-template F.gguf OUT.txt   (tokenizer.chat_template, read by gguf-py)
 
 REQUEST: {"cases": [{"template": PATH, "messages": [{"role", "content"}...], "add_generation_prompt": bool,
                      "bos_token": str, "eos_token": str}...]}
@@ -55,12 +56,22 @@ def render(request_path, out_path):
         json.dump({"results": results}, f, ensure_ascii=False)
 
 
+def gguf_template(gguf_path, out_path):
+    from gguf import GGUFReader
+    field = GGUFReader(gguf_path).fields["tokenizer.chat_template"]
+    with open(out_path, "w", encoding="utf-8", newline="") as f:
+        f.write(field.contents())
+
+
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "probe":
         import jinja2  # noqa: F401  (the probe's whole point)
         return 0
     if len(sys.argv) == 4 and sys.argv[1] == "render":
         render(sys.argv[2], sys.argv[3])
+        return 0
+    if len(sys.argv) == 4 and sys.argv[1] == "gguf-template":
+        gguf_template(sys.argv[2], sys.argv[3])
         return 0
     print(__doc__, file=sys.stderr)
     return 2

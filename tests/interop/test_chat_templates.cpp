@@ -97,6 +97,14 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
+// A Python failure's reason: the log's last line (a traceback ends with the exception).
+std::string last_line(const fs::path& log) {
+  std::string text = read_text(log);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const size_t cut = text.rfind('\n');
+  return cut == std::string::npos ? text : text.substr(cut + 1);
+}
+
 struct Rendered {
   bool refused = false;
   std::string text;
@@ -108,9 +116,7 @@ CATCH_TEST_CASE("interop: chat templates render as jinja2 renders the published 
                 "[.][interop-chat]") {
   const testing::ScratchDir dir("interop_chat");
   if (python("probe", dir.path / "probe.log") != 0) {
-    std::string why = read_text(dir.path / "probe.log");
-    while (!why.empty() && why.back() == '\n') why.pop_back();
-    std::cout << "SKIPPED: jinja2 is missing from the interop Python (" << why
+    std::cout << "SKIPPED: jinja2 is missing from the interop Python (" << last_line(dir.path / "probe.log")
               << "); install it with: bash -c 'source tools/setup.sh && ensure_interop_python'\n";
     return;
   }
@@ -192,4 +198,32 @@ CATCH_TEST_CASE("interop: chat templates render as jinja2 renders the published 
             << " refused by both, " << documented << " documented differences\n";
   // Guards against a vacuous pass: most cases must have been compared text to text.
   CATCH_CHECK(equal >= ours.size() * 3 / 4);
+}
+
+// The SmolLM2 fixture is the template its GGUF carries, so detection on the real file gives the same format.
+CATCH_TEST_CASE("interop: the SmolLM2 GGUF's template is ChatML with its default system message",
+                "[.][interop-chat]") {
+  const char* gguf = std::getenv("CAUSAL_SMOLLM2_GGUF");
+  if (gguf == nullptr || !fs::exists(gguf)) {
+    std::cout << "SKIPPED: CAUSAL_SMOLLM2_GGUF is unset or names no file (tools/setup.sh downloads it)\n";
+    return;
+  }
+  const testing::ScratchDir dir("interop_chat_gguf");
+  if (python("gguf-template " + std::string(gguf) + " " + (dir.path / "template.txt").string(),
+             dir.path / "gguf.log") != 0) {
+    std::cout << "SKIPPED: gguf-py could not read the template (" << last_line(dir.path / "gguf.log")
+              << ")\n";
+    return;
+  }
+  const std::string text = read_text(dir.path / "template.txt");
+  CATCH_CHECK(text == read_text(fs::path(CAUSAL_SOURCE_DIR) / "tests/interop/chat_templates/smollm2.jinja"));
+  const std::optional<ChatFormat> format = detect_chat_format(text);
+  CATCH_REQUIRE(format.has_value());
+  CATCH_CHECK(format->family == ChatFamily::kChatMl);
+  CATCH_CHECK(format->default_system ==
+              "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+  CATCH_CHECK(
+      render_chat(*format, {{"user", "Hi"}}, true, "") ==
+      "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+      "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
