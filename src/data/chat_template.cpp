@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 
 #include "core/errors.h"
 
@@ -86,9 +88,9 @@ struct FamilyEntry {
 };
 
 constexpr FamilyEntry kFamilies[] = {
-    {ChatFamily::kChatMl, "chatml"}, {ChatFamily::kLlama3, "llama3"},   {ChatFamily::kLlama2, "llama2"},
-    {ChatFamily::kGemma, "gemma"},   {ChatFamily::kMistral, "mistral"}, {ChatFamily::kPhi3, "phi3"},
-    {ChatFamily::kZephyr, "zephyr"},
+    {ChatFamily::kChatMl, "chatml"}, {ChatFamily::kLlama3, "llama3"}, {ChatFamily::kLlama31, "llama3.1"},
+    {ChatFamily::kLlama2, "llama2"}, {ChatFamily::kGemma, "gemma"},   {ChatFamily::kMistral, "mistral"},
+    {ChatFamily::kPhi3, "phi3"},     {ChatFamily::kZephyr, "zephyr"},
 };
 
 std::string joined_names() {
@@ -146,6 +148,40 @@ void render_llama3(const std::vector<ChatMessage>& messages, bool generation, co
                    SpanWriter& out) {
   out.context(bos);
   for (const ChatMessage& m : messages) {
+    out.context("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n");
+    const std::string body = strip(m.content) + "<|eot_id|>";
+    if (m.role == "assistant") {
+      out.supervised(body);
+    } else {
+      out.context(body);
+    }
+  }
+  if (generation) out.context("<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+// Today as Python's datetime.now().strftime("%d %b %Y") writes it ("06 Dec 2026"), which is what the Llama
+// 3.2 template gets from transformers' strftime_now; English month names whatever the locale.
+std::string today() {
+  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char day[3];
+  std::snprintf(day, sizeof(day), "%02d", local.tm_mday);
+  return std::string(day) + " " + kMonths[local.tm_mon] + " " + std::to_string(1900 + local.tm_year);
+}
+
+// Llama 3.1+ always opens with a system block: knowledge date, today's date, then the conversation's own
+// system message (trimmed) when it has one first; later messages are Llama 3's turns.
+void render_llama31(const ChatFormat& format, const std::vector<ChatMessage>& messages, bool generation,
+                    const std::string& bos, SpanWriter& out) {
+  const bool has_system = messages[0].role == "system";
+  out.context(bos + "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n" +
+              "Today Date: " + (format.date.empty() ? today() : format.date) + "\n\n" +
+              (has_system ? strip(messages[0].content) : "") + "<|eot_id|>");
+  const std::vector<ChatMessage> rest(messages.begin() + (has_system ? 1 : 0), messages.end());
+  for (const ChatMessage& m : rest) {
     out.context("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n");
     const std::string body = strip(m.content) + "<|eot_id|>";
     if (m.role == "assistant") {
@@ -249,8 +285,7 @@ std::optional<ChatFamily> detect_chat_family(const std::string& t) {
   }
   if (contains(t, "<|start_header_id|>") && contains(t, "<|end_header_id|>")) {
     // Llama 3.1 and later always write a system block with a knowledge date and today's date.
-    if (contains(t, "Cutting Knowledge Date")) return std::nullopt;
-    return ChatFamily::kLlama3;
+    return contains(t, "Cutting Knowledge Date") ? ChatFamily::kLlama31 : ChatFamily::kLlama3;
   }
   if (contains(t, "<start_of_turn>")) return ChatFamily::kGemma;
   if (contains(t, "[INST]")) {
@@ -319,12 +354,26 @@ std::string chatml_default_system(const std::string& t) {
   return "";
 }
 
+std::string llama31_date(const std::string& t) {
+  // 3.2 asks for strftime_now, which transformers and llama.cpp define: today. 3.1 sets a fixed default.
+  if (contains(t, "strftime_now")) return "";
+  for (const char* mark : {"set date_string = \"", "set date_string = '"}) {
+    const size_t at = t.find(mark);
+    if (at == std::string::npos) continue;
+    const size_t begin = at + std::char_traits<char>::length(mark);
+    const size_t end = t.find(mark[std::char_traits<char>::length(mark) - 1], begin);
+    if (end != std::string::npos) return t.substr(begin, end - begin);
+  }
+  return "";
+}
+
 std::optional<ChatFormat> detect_chat_format(const std::string& template_text) {
   const std::optional<ChatFamily> family = detect_chat_family(template_text);
   if (!family) return std::nullopt;
   ChatFormat format;
   format.family = *family;
   if (*family == ChatFamily::kChatMl) format.default_system = chatml_default_system(template_text);
+  if (*family == ChatFamily::kLlama31) format.date = llama31_date(template_text);
   return format;
 }
 
@@ -358,6 +407,9 @@ std::vector<ChatSpan> render_chat_spans(const ChatFormat& format, const std::vec
       break;
     case ChatFamily::kLlama3:
       render_llama3(messages, add_generation_prompt, bos_text, out);
+      break;
+    case ChatFamily::kLlama31:
+      render_llama31(format, messages, add_generation_prompt, bos_text, out);
       break;
     case ChatFamily::kLlama2:
       check_alternation(format.family, messages);
@@ -406,6 +458,8 @@ std::vector<std::string> chat_stop_texts(ChatFamily family) {
       return {"<|im_end|>"};
     case ChatFamily::kLlama3:
       return {"<|eot_id|>", "<|end_of_text|>"};
+    case ChatFamily::kLlama31:
+      return {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"};
     case ChatFamily::kLlama2:
     case ChatFamily::kMistral:
     case ChatFamily::kZephyr:

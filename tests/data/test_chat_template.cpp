@@ -44,7 +44,7 @@ const std::string kLlama3 =
     "%}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if "
     "add_generation_prompt %}{{ "
     "'<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
-// The opening of Llama 3.1's, enough to carry its dated system block.
+// The opening of Llama 3.1's, enough to carry its dated system block and its fixed date.
 const std::string kLlama31 =
     "{{- bos_token }}\n{%- if not date_string is defined %}\n    {%- set date_string = \"26 Jul 2024\" "
     "%}\n{%- endif "
@@ -142,6 +142,7 @@ CATCH_TEST_CASE("chat: each family is recognised from its published template tex
   CATCH_CHECK(detect_chat_family(kSmolLm2) == ChatFamily::kChatMl);
   CATCH_CHECK(detect_chat_family(kQwen2) == ChatFamily::kChatMl);
   CATCH_CHECK(detect_chat_family(kLlama3) == ChatFamily::kLlama3);
+  CATCH_CHECK(detect_chat_family(kLlama31) == ChatFamily::kLlama31);
   CATCH_CHECK(detect_chat_family(kLlama2) == ChatFamily::kLlama2);
   CATCH_CHECK(detect_chat_family(kGemma2) == ChatFamily::kGemma);
   CATCH_CHECK(detect_chat_family(kMistral) == ChatFamily::kMistral);
@@ -154,7 +155,6 @@ CATCH_TEST_CASE("chat: unknown templates and variants we render differently are 
   CATCH_CHECK_FALSE(
       detect_chat_family("{% for m in messages %}{{ m['content'] }}\n{% endfor %}").has_value());
   CATCH_CHECK_FALSE(detect_chat_family(kPhi4).has_value());
-  CATCH_CHECK_FALSE(detect_chat_family(kLlama31).has_value());
   CATCH_CHECK_FALSE(detect_chat_family(kMistralV3Tools).has_value());
   CATCH_CHECK_FALSE(detect_chat_family(kFalcon3).has_value());
   CATCH_CHECK_FALSE(detect_chat_format(kFalcon3).has_value());
@@ -209,6 +209,34 @@ CATCH_TEST_CASE("chat: Llama 3 trims every message and writes BOS once", "[unit]
   CATCH_CHECK(render_chat(ChatFamily::kLlama3, kPadded, false, "") ==
               "<|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|>"
               "<|start_header_id|>assistant<|end_header_id|>\n\na<|eot_id|>");
+}
+
+CATCH_TEST_CASE("chat: Llama 3.1 opens with a dated system block that holds the system message", "[unit]") {
+  // 3.1's fixed date; 3.2's strftime_now means today's, left empty in the format.
+  CATCH_CHECK(llama31_date(kLlama31) == "26 Jul 2024");
+  CATCH_CHECK(detect_chat_format(kLlama31)->date == "26 Jul 2024");
+  CATCH_CHECK(llama31_date("{%- set date_string = strftime_now(\"%d %b %Y\") %}").empty());
+  const ChatFormat format{ChatFamily::kLlama31, "", "26 Jul 2024"};
+  CATCH_CHECK(render_chat(format, kOneTurn, true, "<|begin_of_text|>") ==
+              "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+              "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  const std::vector<ChatMessage> spaced = {{"system", " Be brief. "}, {"user", " Hi "}, {"system", "later"}};
+  CATCH_CHECK(render_chat(format, spaced, false, "") ==
+              "<|start_header_id|>system<|end_header_id|>\n\n"
+              "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+              "<|start_header_id|>system<|end_header_id|>\n\nlater<|eot_id|>");
+  // Without a date, today's: "DD Mon YYYY".
+  const std::string text = render_chat(ChatFamily::kLlama31, kOneTurn, false, "");
+  const std::string mark = "Today Date: ";
+  const size_t at = text.find(mark);
+  CATCH_REQUIRE(at != std::string::npos);
+  const std::string date = text.substr(at + mark.size(), text.find('\n', at) - at - mark.size());
+  CATCH_CHECK(date.size() == 11);
+  CATCH_CHECK(date[2] == ' ');
+  CATCH_CHECK(date[6] == ' ');
 }
 
 CATCH_TEST_CASE("chat: Llama 2 puts the system message in <<SYS>> and BOS before every [INST]", "[unit]") {
@@ -303,6 +331,8 @@ CATCH_TEST_CASE("chat: stop texts are each family's end of turn, then its EOS", 
   CATCH_CHECK(chat_stop_texts(ChatFamily::kChatMl) == std::vector<std::string>{"<|im_end|>"});
   CATCH_CHECK(chat_stop_texts(ChatFamily::kLlama3) ==
               std::vector<std::string>{"<|eot_id|>", "<|end_of_text|>"});
+  CATCH_CHECK(chat_stop_texts(ChatFamily::kLlama31) ==
+              std::vector<std::string>{"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"});
   CATCH_CHECK(chat_stop_texts(ChatFamily::kLlama2) == std::vector<std::string>{"</s>"});
   CATCH_CHECK(chat_stop_texts(ChatFamily::kGemma) == std::vector<std::string>{"<end_of_turn>", "<eos>"});
   CATCH_CHECK(chat_stop_texts(ChatFamily::kMistral) == std::vector<std::string>{"</s>"});
@@ -312,11 +342,11 @@ CATCH_TEST_CASE("chat: stop texts are each family's end of turn, then its EOS", 
 
 CATCH_TEST_CASE("chat: family names round trip and an unknown name lists the choices", "[unit]") {
   const std::vector<std::string> names = chat_family_names();
-  CATCH_CHECK(names ==
-              std::vector<std::string>{"chatml", "llama3", "llama2", "gemma", "mistral", "phi3", "zephyr"});
+  CATCH_CHECK(names == std::vector<std::string>{"chatml", "llama3", "llama3.1", "llama2", "gemma", "mistral",
+                                                "phi3", "zephyr"});
   for (const std::string& name : names) CATCH_CHECK(chat_family_name(chat_family_from_name(name)) == name);
   CATCH_CHECK_THROWS_WITH(chat_family_from_name("vicuna"),
-                          Catch::Contains("vicuna") && Catch::Contains("chatml, llama3, llama2"));
+                          Catch::Contains("vicuna") && Catch::Contains("chatml, llama3, llama3.1, llama2"));
   CATCH_CHECK_THROWS_AS(chat_family_from_name("ChatML"), UsageError);
 }
 

@@ -1,5 +1,6 @@
 """Test-only: renders chat templates with jinja2 the way transformers' apply_chat_template does (a sandboxed
-environment with trim_blocks and lstrip_blocks, loop controls, raise_exception, the special tokens passed in),
+environment with trim_blocks and lstrip_blocks, loop controls, raise_exception and strftime_now, the special
+tokens passed in),
 so tests/interop/test_chat_templates.cpp can compare causal's C++ rendering with it. The product never needs
 Python.
 
@@ -13,6 +14,7 @@ OUT:     {"results": [{"text": str} or {"error": str}...]}, one per case, in ord
 """
 import json
 import sys
+from datetime import datetime
 
 
 def environment():
@@ -30,6 +32,7 @@ def environment():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
     return env
 
 

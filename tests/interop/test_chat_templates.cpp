@@ -37,6 +37,7 @@ const std::vector<TemplateCase> kTemplates = {
     {"smollm2", ChatFamily::kChatMl, "<|im_start|>", "<|im_end|>",
      "You are a helpful AI assistant named SmolLM, trained by Hugging Face"},
     {"llama3", ChatFamily::kLlama3, "<|begin_of_text|>", "<|eot_id|>", ""},
+    {"llama3.2", ChatFamily::kLlama31, "<|begin_of_text|>", "<|eot_id|>", ""},
     {"llama2", ChatFamily::kLlama2, "<s>", "</s>", ""},
     {"gemma", ChatFamily::kGemma, "<bos>", "<eos>", ""},
     {"mistral", ChatFamily::kMistral, "<s>", "</s>", ""},
