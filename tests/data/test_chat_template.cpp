@@ -119,9 +119,9 @@ const std::vector<ChatMessage> kOneTurn = {{"user", "Hi"}};
 const std::vector<ChatMessage> kWithSystem = {
     {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
 // Edges the trimming families strip (Llama 2/3, Gemma) and the others keep.
-const std::vector<ChatMessage> kPadded = {{"user", " q \n"}, {"assistant", "\ta\xc2\xa0"}};
+const std::vector<ChatMessage> kEdgeSpaces = {{"user", " q \n"}, {"assistant", "\ta\xc2\xa0"}};
 
-std::string joined(const std::vector<ChatSpan>& spans) {
+std::string concatenated(const std::vector<ChatSpan>& spans) {
   std::string out;
   for (const ChatSpan& s : spans) out += s.text;
   return out;
@@ -192,7 +192,7 @@ CATCH_TEST_CASE("chat: ChatML renders every message, the default system message 
               "SmolLM<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   CATCH_CHECK(render_chat(smol, kWithSystem, false, "") ==
               render_chat(ChatFamily::kChatMl, kWithSystem, false, ""));
-  CATCH_CHECK(render_chat(ChatFamily::kChatMl, kPadded, false, "") ==
+  CATCH_CHECK(render_chat(ChatFamily::kChatMl, kEdgeSpaces, false, "") ==
               "<|im_start|>user\n q \n<|im_end|>\n<|im_start|>assistant\n\ta\xc2\xa0<|im_end|>\n");
 }
 
@@ -206,7 +206,7 @@ CATCH_TEST_CASE("chat: Llama 3 trims every message and writes BOS once", "[unit]
               "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|>"
               "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>");
   // The no-break space is whitespace to Python's strip().
-  CATCH_CHECK(render_chat(ChatFamily::kLlama3, kPadded, false, "") ==
+  CATCH_CHECK(render_chat(ChatFamily::kLlama3, kEdgeSpaces, false, "") ==
               "<|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|>"
               "<|start_header_id|>assistant<|end_header_id|>\n\na<|eot_id|>");
 }
@@ -246,7 +246,7 @@ CATCH_TEST_CASE("chat: Llama 2 puts the system message in <<SYS>> and BOS before
   // No generation prompt exists: the model answers after " [/INST]" either way.
   CATCH_CHECK(render_chat(ChatFamily::kLlama2, kWithSystem, false, "") ==
               "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello. </s>[INST] Bye [/INST]");
-  CATCH_CHECK(render_chat(ChatFamily::kLlama2, kPadded, false, "<s>") == "<s>[INST] q [/INST] a </s>");
+  CATCH_CHECK(render_chat(ChatFamily::kLlama2, kEdgeSpaces, false, "<s>") == "<s>[INST] q [/INST] a </s>");
 }
 
 CATCH_TEST_CASE("chat: Gemma folds the system message into the first user turn and trims turns", "[unit]") {
@@ -267,7 +267,8 @@ CATCH_TEST_CASE("chat: Mistral writes [INST] turns and puts a system message bef
   CATCH_CHECK(render_chat(ChatFamily::kMistral, kWithSystem, false, "<s>") ==
               "<s>[INST] Be brief.\n\nHi [/INST]Hello.</s>[INST] Bye [/INST]");
   // Mistral's template keeps the text as written.
-  CATCH_CHECK(render_chat(ChatFamily::kMistral, kPadded, false, "") == "[INST]  q \n [/INST]\ta\xc2\xa0</s>");
+  CATCH_CHECK(render_chat(ChatFamily::kMistral, kEdgeSpaces, false, "") ==
+              "[INST]  q \n [/INST]\ta\xc2\xa0</s>");
 }
 
 CATCH_TEST_CASE("chat: Phi-3 skips an empty system message and ends without a prompt on EOS", "[unit]") {
@@ -297,7 +298,7 @@ CATCH_TEST_CASE("chat: spans reassemble the render and supervise only the assist
     CATCH_INFO(name);
     for (const bool generation : {true, false}) {
       const std::vector<ChatSpan> spans = render_chat_spans(family, two_answers, generation, "<s>");
-      CATCH_CHECK(joined(spans) == render_chat(family, two_answers, generation, "<s>"));
+      CATCH_CHECK(concatenated(spans) == render_chat(family, two_answers, generation, "<s>"));
       // One supervised span per assistant message, ending in the family's end-of-turn text.
       const std::vector<std::string> taught = supervised(spans);
       CATCH_REQUIRE(taught.size() == 2);

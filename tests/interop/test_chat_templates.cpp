@@ -83,7 +83,7 @@ nlohmann::json to_json(const Conversation& c) {
   return out;
 }
 
-int python(const std::string& args, const fs::path& log) {
+int chat_python(const std::string& args, const fs::path& log) {
   const std::string cmd = std::string("cd ") + CAUSAL_SOURCE_DIR +
                           " && tests/interop/python.sh tests/interop/chat_reference.py " + args + " >" +
                           log.string() + " 2>&1";
@@ -116,7 +116,7 @@ struct Rendered {
 CATCH_TEST_CASE("interop: chat templates render as jinja2 renders the published templates",
                 "[.][interop-chat]") {
   const testing::ScratchDir dir("interop_chat");
-  if (python("probe", dir.path / "probe.log") != 0) {
+  if (chat_python("probe", dir.path / "probe.log") != 0) {
     std::cout << "SKIPPED: jinja2 is missing from the interop Python (" << last_line(dir.path / "probe.log")
               << "); install it with: bash -c 'source tools/setup.sh && ensure_interop_python'\n";
     return;
@@ -158,8 +158,8 @@ CATCH_TEST_CASE("interop: chat templates render as jinja2 renders the published 
   }
   std::ofstream(dir.path / "request.json") << request.dump();
   const int rc =
-      python("render " + (dir.path / "request.json").string() + " " + (dir.path / "out.json").string(),
-             dir.path / "render.log");
+      chat_python("render " + (dir.path / "request.json").string() + " " + (dir.path / "out.json").string(),
+                  dir.path / "render.log");
   CATCH_INFO(read_text(dir.path / "render.log"));
   CATCH_REQUIRE(rc == 0);
   const nlohmann::json results = nlohmann::json::parse(read_text(dir.path / "out.json"))["results"];
@@ -210,8 +210,8 @@ CATCH_TEST_CASE("interop: the SmolLM2 GGUF's template is ChatML with its default
     return;
   }
   const testing::ScratchDir dir("interop_chat_gguf");
-  if (python("gguf-template " + std::string(gguf) + " " + (dir.path / "template.txt").string(),
-             dir.path / "gguf.log") != 0) {
+  if (chat_python("gguf-template " + std::string(gguf) + " " + (dir.path / "template.txt").string(),
+                  dir.path / "gguf.log") != 0) {
     std::cout << "SKIPPED: gguf-py could not read the template (" << last_line(dir.path / "gguf.log")
               << ")\n";
     return;
