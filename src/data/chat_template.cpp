@@ -296,7 +296,11 @@ std::optional<ChatFamily> detect_chat_family(const std::string& t) {
     }
     return ChatFamily::kMistral;
   }
-  if (contains(t, "<|assistant|>") && contains(t, "<|end|>")) return ChatFamily::kPhi3;
+  if (contains(t, "<|assistant|>") && contains(t, "<|end|>")) {
+    // Phi-4-mini keeps Phi-3's marks but drops the newline after each role (and declares tools in <|tool|>).
+    if (contains(t, "<|tool|>")) return std::nullopt;
+    return ChatFamily::kPhi3;
+  }
   // Zephyr ends every turn with the EOS token; Falcon 3 and GLM-Edge use the same role marks without it.
   if (contains(t, "<|user|>") && contains(t, "<|assistant|>") && contains(t, "eos_token")) {
     return ChatFamily::kZephyr;

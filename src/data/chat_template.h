@@ -41,7 +41,7 @@ struct ChatFormat {
 
 // The family whose marks the template text carries (llama.cpp's way: marker substrings, not parsing), or
 // nullopt for an unknown template and for the published variants of a family whose default output differs
-// from ours (Mistral v3/v7's [AVAILABLE_TOOLS] / [SYSTEM_PROMPT], Phi-4).
+// from ours (Mistral v3/v7's [AVAILABLE_TOOLS] / [SYSTEM_PROMPT], Phi-4, Phi-4-mini).
 std::optional<ChatFamily> detect_chat_family(const std::string& template_text);
 // detect_chat_family plus what the template text adds: the ChatML default system message, and the Llama 3.1+
 // date (today's, as transformers passes strftime_now, where the template asks for it; else its fixed one).

@@ -109,6 +109,15 @@ const std::string kZephyr =
     "elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% "
     "endif "
     "%}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
+// Phi-4-mini's: Phi-3's marks without the newline after the role.
+const std::string kPhi4Mini =
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "
+    "message['tools'] is "
+    "not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + "
+    "'<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' "
+    "}}{% "
+    "endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% "
+    "endif %}";
 // Falcon 3's role marks without an end token per turn.
 const std::string kFalcon3 =
     "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + '\\n' }}{% "
@@ -155,6 +164,7 @@ CATCH_TEST_CASE("chat: unknown templates and variants we render differently are 
   CATCH_CHECK_FALSE(
       detect_chat_family("{% for m in messages %}{{ m['content'] }}\n{% endfor %}").has_value());
   CATCH_CHECK_FALSE(detect_chat_family(kPhi4).has_value());
+  CATCH_CHECK_FALSE(detect_chat_family(kPhi4Mini).has_value());
   CATCH_CHECK_FALSE(detect_chat_family(kMistralV3Tools).has_value());
   CATCH_CHECK_FALSE(detect_chat_family(kFalcon3).has_value());
   CATCH_CHECK_FALSE(detect_chat_format(kFalcon3).has_value());
