@@ -53,7 +53,7 @@ Command add_generate_command(CLI::App& app) {
   generate->add_option("--system", request->system, "With --chat: a system message before it");
   generate->add_option("--chat-template", request->chat_template,
                        "With --chat: the template family to use instead of the recorded one (chatml, llama3, "
-                       "llama2, gemma, mistral, phi3)");
+                       "llama3.1, llama2, gemma, mistral, phi3, zephyr)");
   generate
       ->add_option("--prompt-ids", request->prompt_ids,
                    "Prompt as ids after BOS (runs whose tokenizer is not known, e.g. imported tokens)")

@@ -123,15 +123,16 @@ RunTokenizer checked_tokenizer(const GenerateRequest& request, const CheckpointM
   return run;
 }
 
-// The chat's template family: --chat-template's, else the one the tokenizer's template text shows.
-ChatFamily chat_family(const GenerateRequest& request, const Tokenizer& tokenizer) {
-  if (!request.chat_template.empty()) return chat_family_from_name(request.chat_template);
+// The chat's format: --chat-template's family, else what the tokenizer's template text shows (its family,
+// and what the text adds to it: a default system message, a date).
+ChatFormat chat_format(const GenerateRequest& request, const Tokenizer& tokenizer) {
+  if (!request.chat_template.empty()) return ChatFormat{chat_family_from_name(request.chat_template)};
   std::string names;
   for (const std::string& name : chat_family_names()) names += (names.empty() ? "" : ", ") + name;
   if (tokenizer.chat_template().empty())
     throw UsageError("generate: the run's tokenizer has no chat template; choose one with --chat-template "
                      "NAME (" + names + ")");
-  if (std::optional<ChatFamily> family = detect_chat_family(tokenizer.chat_template())) return *family;
+  if (std::optional<ChatFormat> format = detect_chat_format(tokenizer.chat_template())) return *format;
   throw UsageError("generate: the run's chat template is not one causal recognises; choose the family it "
                    "follows with --chat-template NAME (" + names + ")");
 }
@@ -139,13 +140,13 @@ ChatFamily chat_family(const GenerateRequest& request, const Tokenizer& tokenize
 // The text the prompt encodes: --prompt, or the chat rendered up to the assistant's turn.
 std::string prompt_text(const GenerateRequest& request, const Tokenizer* tokenizer, std::string& family) {
   if (request.chat.empty()) return request.prompt;
-  const ChatFamily chosen = chat_family(request, *tokenizer);
-  family = chat_family_name(chosen);
+  const ChatFormat format = chat_format(request, *tokenizer);
+  family = chat_family_name(format.family);
   std::vector<ChatMessage> messages;
   if (!request.system.empty()) messages.push_back({"system", request.system});
   messages.push_back({"user", request.chat});
-  // BOS comes from the tokenizer's own rule below, not from the template text.
-  return render_chat(chosen, messages, /*add_generation_prompt=*/true, /*bos_text=*/"");
+  // BOS comes from the tokenizer's own rule (prompt_ids), not from the template text.
+  return render_chat(format, messages, /*add_generation_prompt=*/true, /*bos_text=*/"");
 }
 
 // BOS (when the tokenizer's model expects it), then the encoded prompt or the --prompt-ids; never longer
