@@ -113,14 +113,15 @@ CATCH_TEST_CASE("gguf quants: Q8_0 quantization is gguf-py's, byte for byte", "[
     CATCH_INFO("block " << b);
     CATCH_CHECK(got.substr(b * 34, 34) == expected.substr(b * 34, 34));
   }
-  // Read back, every finite value is within half a step of its input.
+  // Read back, every value is within half a step of its input, plus the float16 rounding of the step
+  // (127 x 2^-11 of it).
   std::vector<float> back(static_cast<size_t>(n));
   gguf_dequantize(GgufTensorType::kQ8_0, reinterpret_cast<const uint8_t*>(got.data()), n, back.data());
   for (int64_t i = 0; i < n; ++i) {
     uint16_t d16;
     std::memcpy(&d16, got.data() + i / 32 * 34, 2);
     const float d = gguf_f16_to_f32(d16);
-    if (std::isfinite(d) && d > 1e-3f) CATCH_CHECK(std::fabs(back[i] - x[i]) <= 0.5f * d * 1.01f + 1e-6f);
+    if (std::isfinite(d) && d > 1e-3f) CATCH_CHECK(std::fabs(back[i] - x[i]) <= 0.57f * d);
   }
   const float bad[32] = {std::nanf("")};
   CATCH_CHECK_THROWS_AS(gguf_quantize_q8_0(bad, 32), DataError);
