@@ -72,6 +72,8 @@ def q8_0_inputs(rng):
         np.concatenate([np.full(32, 9e6), rng.normal(0, 1e7, 32)]),  # d beyond float16: infinity
         np.concatenate([[-0.0] * 31 + [1.0], [127.0] + [63.5] * 31]),  # -0, exact ties at d = 1
         rng.uniform(-1, 1, 64).astype(np.float32) * np.float32(3.0517578e-05),
+        # Tiny blocks: d a float32 subnormal and 1/d infinite (every q 0), then d just normal.
+        np.concatenate([[3e-37, -1e-38, 2e-45, 0.0] * 8, [2e-36, -1e-36, 5e-37, 1e-45] * 8]),
     ]
     return np.array(rows, dtype=np.float32)
 

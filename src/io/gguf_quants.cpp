@@ -276,6 +276,13 @@ std::string gguf_quantize_q8_0(const float* x, int64_t n_elements) {
     for (int l = 0; l < 32; ++l) {
       // Half away from zero, as gguf-py's np_roundf: floor(a) + floor(2 * fraction), both steps exact.
       const float scaled = v[l] * id;
+      // A block whose largest value is below 127 x 2^-128 has d below 2^-128 and an infinite 1/d, so
+      // x * id is infinite or NaN; numpy's cast to int8 makes those 0 (and ggml's C is undefined there).
+      // Any finite 1/d keeps |x * id| within 127.5.
+      if (!std::isfinite(scaled)) {
+        b.qs[l] = 0;
+        continue;
+      }
       const float a = std::fabs(scaled);
       const float whole = std::floor(a);
       const float rounded = whole + std::floor(2.0f * (a - whole));
