@@ -1,10 +1,10 @@
 // Block decoders for ggml's quantized types, and the Q8_0 encoder. Bit-exactness with gguf-py rests on
 // doing its float32 operations in its order, each rounded on its own (tests/io/test_gguf_quants.cpp checks
-// the bits). Fused multiply-adds cannot change a result here: the one product that an addition follows,
-// (d * scale) * q, is exact in float32 (a float16 d of 11 significant bits times integers of at most 6 and
-// 5 bits), so fused or not, only the addition rounds. So -ffp-contract and -march=native (which lets GCC
-// fuse across statements) leave the bits alone: checked with GCC 12 -O2 -march=native, where it does
-// emit FMAs here. Clang is still told not to contract, at no cost.
+// the bits). Fused multiply-adds cannot change a result here: the products that an addition follows,
+// (d * scale) * q and dmin * min, are exact in float32 (a float16 of 11 significant bits times integers of
+// at most 6 and 5 bits), so fused or not, only the addition rounds. Hence no FP_CONTRACT pragma (which a
+// unity build would carry into the sources after this one): -ffp-contract and -march=native leave the bits
+// alone, checked with GCC 12 -O2 -march=native, which does emit FMAs here, and clang 14.
 #include "io/gguf_quants.h"
 
 #include <algorithm>
@@ -13,15 +13,11 @@
 
 #include "core/errors.h"
 
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
-
 namespace causal {
 namespace {
 
 template <class Block>
-Block load(const uint8_t* src) {
+Block load_block(const uint8_t* src) {
   static_assert(sizeof(Block) % 2 == 0, "ggml blocks have no padding");
   Block b;
   std::memcpy(&b, src, sizeof(Block));
@@ -54,7 +50,7 @@ void decode_32(float d, const uint8_t* qs, uint32_t high, int offset, bool has_m
 }
 
 void decode_q2_k(const uint8_t* src, float* out) {
-  const auto b = load<BlockQ2_K>(src);
+  const auto b = load_block<BlockQ2_K>(src);
   const float d = gguf_f16_to_f32(b.d);
   const float dmin = gguf_f16_to_f32(b.dmin);
   for (int h = 0; h < 2; ++h) {
@@ -75,7 +71,7 @@ void decode_q2_k(const uint8_t* src, float* out) {
 }
 
 void decode_q3_k(const uint8_t* src, float* out) {
-  const auto b = load<BlockQ3_K>(src);
+  const auto b = load_block<BlockQ3_K>(src);
   const float d = gguf_f16_to_f32(b.d);
   float dl[16];
   for (int j = 0; j < 16; ++j) {
@@ -126,7 +122,7 @@ void decode_k4(float d, float dmin, const uint8_t* scales, const uint8_t* qs, co
 }
 
 void decode_q6_k(const uint8_t* src, float* out) {
-  const auto b = load<BlockQ6_K>(src);
+  const auto b = load_block<BlockQ6_K>(src);
   const float d = gguf_f16_to_f32(b.d);
   float dl[16];
   for (int j = 0; j < 16; ++j) dl[j] = d * static_cast<float>(b.scales[j]);
@@ -142,27 +138,27 @@ void decode_q6_k(const uint8_t* src, float* out) {
 void decode_block(GgufTensorType type, const uint8_t* src, float* out) {
   switch (type) {
     case GgufTensorType::kQ4_0: {
-      const auto b = load<BlockQ4_0>(src);
+      const auto b = load_block<BlockQ4_0>(src);
       return decode_32(gguf_f16_to_f32(b.d), b.qs, 0, 8, false, 0.0f, out);
     }
     case GgufTensorType::kQ4_1: {
-      const auto b = load<BlockQ4_1>(src);
+      const auto b = load_block<BlockQ4_1>(src);
       return decode_32(gguf_f16_to_f32(b.d), b.qs, 0, 0, true, gguf_f16_to_f32(b.m), out);
     }
     case GgufTensorType::kQ5_0: {
-      const auto b = load<BlockQ5_0>(src);
+      const auto b = load_block<BlockQ5_0>(src);
       uint32_t qh;
       std::memcpy(&qh, b.qh, 4);
       return decode_32(gguf_f16_to_f32(b.d), b.qs, qh, 16, false, 0.0f, out);
     }
     case GgufTensorType::kQ5_1: {
-      const auto b = load<BlockQ5_1>(src);
+      const auto b = load_block<BlockQ5_1>(src);
       uint32_t qh;
       std::memcpy(&qh, b.qh, 4);
       return decode_32(gguf_f16_to_f32(b.d), b.qs, qh, 0, true, gguf_f16_to_f32(b.m), out);
     }
     case GgufTensorType::kQ8_0: {
-      const auto b = load<BlockQ8_0>(src);
+      const auto b = load_block<BlockQ8_0>(src);
       const float d = gguf_f16_to_f32(b.d);
       for (int i = 0; i < 32; ++i) out[i] = static_cast<float>(b.qs[i]) * d;
       return;
@@ -172,11 +168,11 @@ void decode_block(GgufTensorType type, const uint8_t* src, float* out) {
     case GgufTensorType::kQ3_K:
       return decode_q3_k(src, out);
     case GgufTensorType::kQ4_K: {
-      const auto b = load<BlockQ4_K>(src);
+      const auto b = load_block<BlockQ4_K>(src);
       return decode_k4(gguf_f16_to_f32(b.d), gguf_f16_to_f32(b.dmin), b.scales, b.qs, nullptr, out);
     }
     case GgufTensorType::kQ5_K: {
-      const auto b = load<BlockQ5_K>(src);
+      const auto b = load_block<BlockQ5_K>(src);
       return decode_k4(gguf_f16_to_f32(b.d), gguf_f16_to_f32(b.dmin), b.scales, b.qs, b.qh, out);
     }
     case GgufTensorType::kQ6_K:
