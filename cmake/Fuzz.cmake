@@ -25,7 +25,7 @@ set(CAUSAL_FUZZ_PARTS core config io checkpoint data sweep interop)
 set(CAUSAL_FUZZ_core ${src}/core/errors.cpp)
 set(CAUSAL_FUZZ_config ${CAUSAL_FUZZ_CONFIG_SOURCES})
 set(CAUSAL_FUZZ_io ${src}/io/sha256.cpp ${src}/io/atomic_file.cpp ${src}/io/safetensors_header.cpp
-  ${src}/io/gguf_file.cpp)
+  ${src}/io/gguf_file.cpp ${src}/io/gguf_quants.cpp)
 set(CAUSAL_FUZZ_checkpoint ${src}/checkpoint/checkpoint_dir.cpp)
 # SentencePiece is linked into the harnesses directly (tests/fuzz/sentencepiece_linked_backend.cpp).
 set(CAUSAL_FUZZ_data ${src}/data/token_file.cpp ${src}/data/token_import.cpp ${src}/data/tokenizer.cpp
@@ -46,8 +46,8 @@ endforeach()
 target_link_libraries(causal_fuzz_data PRIVATE PkgConfig::SENTENCEPIECE)
 
 # The harnesses: NAME -> the parts it links. A new parser adds its line here and its seed folder under
-# tests/fuzz/corpus/NAME/.
-set(CAUSAL_FUZZ_HARNESSES config overrides token_file safetensors checkpoint sentencepiece token_import sweep gguf hf)
+# tests/fuzz/corpus/NAME/. The list stays on one line: tools/fuzz reads it with sed.
+set(CAUSAL_FUZZ_HARNESSES config overrides token_file safetensors checkpoint sentencepiece token_import sweep gguf hf gguf_quants)
 set(CAUSAL_FUZZ_PARTS_config core config)
 set(CAUSAL_FUZZ_PARTS_overrides core config)
 set(CAUSAL_FUZZ_PARTS_token_file core config io data)
@@ -58,6 +58,7 @@ set(CAUSAL_FUZZ_PARTS_token_import core config io data)
 set(CAUSAL_FUZZ_PARTS_sweep core config io data sweep)
 set(CAUSAL_FUZZ_PARTS_gguf core config io data interop)
 set(CAUSAL_FUZZ_PARTS_hf core config io data interop)
+set(CAUSAL_FUZZ_PARTS_gguf_quants core io)
 
 enable_testing()
 foreach(name ${CAUSAL_FUZZ_HARNESSES})

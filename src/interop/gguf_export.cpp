@@ -17,8 +17,21 @@ namespace causal {
 namespace {
 
 uint32_t file_type(GgufTensorType dtype) {
-  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32.
-  return dtype == GgufTensorType::kF32 ? 0 : dtype == GgufTensorType::kF16 ? 1 : 32;
+  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q8_0 7, MOSTLY_BF16 32 ("mostly": 1-D tensors stay F32,
+  // and under Q8_0 matrices with rows of partial blocks are F16, as llama.cpp's converter writes them).
+  switch (dtype) {
+    case GgufTensorType::kF32:
+      return 0;
+    case GgufTensorType::kF16:
+      return 1;
+    case GgufTensorType::kQ8_0:
+      return 7;
+    case GgufTensorType::kBf16:
+      return 32;
+    default:
+      throw UsageError("[export] causal does not write GGUF files of " +
+                       gguf_type_name(static_cast<uint32_t>(dtype)) + " (f32, f16, bf16 or q8_0)");
+  }
 }
 
 void add_tokenizer(GgufFile& file, const Vocab& vocab) {
@@ -129,7 +142,7 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
       skip && std::string(skip) == "1" ? m.rope.pairing : file_rope_pairing(InteropFormat::kGguf);
   for (const auto& [name, t] :
        file_tensors(tensor_map(InteropFormat::kGguf, arch, m), m, pairing, model.tensors, source)) {
-    const GgufTensorType type = t.dim() == 1 ? GgufTensorType::kF32 : dtype;
+    const GgufTensorType type = gguf_storage_type(t, dtype);
     file.tensors.push_back({name, t.sizes().vec(), type, tensor_bytes(t, type)});
   }
   return file;

@@ -244,29 +244,111 @@ const GgufTensor* GgufFile::tensor(const std::string& name) const {
   return nullptr;
 }
 
-int64_t gguf_element_size(GgufTensorType type) { return type == GgufTensorType::kF32 ? 4 : 2; }
+bool gguf_type_readable(uint32_t type) {
+  switch (static_cast<GgufTensorType>(type)) {
+    case GgufTensorType::kF32:
+    case GgufTensorType::kF16:
+    case GgufTensorType::kBf16:
+    case GgufTensorType::kQ4_0:
+    case GgufTensorType::kQ4_1:
+    case GgufTensorType::kQ5_0:
+    case GgufTensorType::kQ5_1:
+    case GgufTensorType::kQ8_0:
+    case GgufTensorType::kQ2_K:
+    case GgufTensorType::kQ3_K:
+    case GgufTensorType::kQ4_K:
+    case GgufTensorType::kQ5_K:
+    case GgufTensorType::kQ6_K:
+      return true;
+  }
+  return false;
+}
+
+GgufBlockSize gguf_block_size(GgufTensorType type) {
+  // ggml's block sizes (ggml-common.h): a scale or two in float16, then the packed quants.
+  switch (type) {
+    case GgufTensorType::kF32:
+      return {1, 4};
+    case GgufTensorType::kF16:
+    case GgufTensorType::kBf16:
+      return {1, 2};
+    case GgufTensorType::kQ4_0:
+      return {32, 18};
+    case GgufTensorType::kQ4_1:
+      return {32, 20};
+    case GgufTensorType::kQ5_0:
+      return {32, 22};
+    case GgufTensorType::kQ5_1:
+      return {32, 24};
+    case GgufTensorType::kQ8_0:
+      return {32, 34};
+    case GgufTensorType::kQ2_K:
+      return {256, 84};
+    case GgufTensorType::kQ3_K:
+      return {256, 110};
+    case GgufTensorType::kQ4_K:
+      return {256, 144};
+    case GgufTensorType::kQ5_K:
+      return {256, 176};
+    case GgufTensorType::kQ6_K:
+      return {256, 210};
+  }
+  throw UsageError("[gguf] no block size for " + gguf_type_name(static_cast<uint32_t>(type)));
+}
+
+int64_t gguf_element_size(GgufTensorType type) {
+  const GgufBlockSize block = gguf_block_size(type);
+  if (block.elements != 1)
+    throw UsageError("[gguf] " + gguf_type_name(static_cast<uint32_t>(type)) +
+                     " is quantized: its elements have no size of their own (gguf_tensor_bytes)");
+  return block.bytes;
+}
+
+int64_t gguf_tensor_bytes(GgufTensorType type, const std::vector<int64_t>& shape) {
+  const GgufBlockSize block = gguf_block_size(type);
+  const std::string name = gguf_type_name(static_cast<uint32_t>(type));
+  // A tensor of no dimensions is one element, as ggml counts it; ggml stores no such tensors.
+  const int64_t row = shape.empty() ? 1 : shape.back();
+  if (row < 0 || row % block.elements != 0)
+    throw DataError("[gguf] a " + name + " row of " + std::to_string(row) +
+                    " elements: expected a multiple of " + std::to_string(block.elements) + " (its block)");
+  int64_t bytes = row / block.elements * block.bytes;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) {
+    if (shape[d] < 0) throw DataError("[gguf] a " + name + " tensor with a negative dimension");
+    bytes *= shape[d];
+  }
+  return bytes;
+}
 
 std::string gguf_type_name(uint32_t type) {
-  switch (type) {
-    case 0:
-      return "F32";
-    case 1:
-      return "F16";
-    case 30:
-      return "BF16";
-    default:
-      return "type " + std::to_string(type) + " (quantized or unknown)";
-  }
+  // ggml.h's enum ggml_type; the gaps are types ggml has removed.
+  static const std::map<uint32_t, const char*> kNames = {
+      {0, "F32"},     {1, "F16"},    {2, "Q4_0"},     {3, "Q4_1"},    {6, "Q5_0"},     {7, "Q5_1"},
+      {8, "Q8_0"},    {9, "Q8_1"},   {10, "Q2_K"},    {11, "Q3_K"},   {12, "Q4_K"},    {13, "Q5_K"},
+      {14, "Q6_K"},   {15, "Q8_K"},  {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"},
+      {20, "IQ4_NL"}, {21, "IQ3_S"}, {22, "IQ2_S"},   {23, "IQ4_XS"}, {24, "I8"},      {25, "I16"},
+      {26, "I32"},    {27, "I64"},   {28, "F64"},     {29, "IQ1_M"},  {30, "BF16"},    {34, "TQ1_0"},
+      {35, "TQ2_0"},  {39, "MXFP4"}, {40, "NVFP4"},   {41, "Q1_0"}};
+  const auto found = kNames.find(type);
+  if (found != kNames.end()) return found->second;
+  return "type " + std::to_string(type) + " (unknown)";
 }
 
 void write_gguf(const std::string& path, const GgufFile& file) {
   std::set<std::string> names;
   for (const GgufTensor& t : file.tensors) {
-    int64_t elements = 1;
-    for (int64_t d : t.shape) elements *= d;
-    if (static_cast<int64_t>(t.data.size()) != elements * gguf_element_size(t.type))
+    if (!gguf_type_readable(static_cast<uint32_t>(t.type)))
+      throw IoError("[gguf] " + path + ": tensor " + t.name + " is " +
+                    gguf_type_name(static_cast<uint32_t>(t.type)) + ", which causal does not write");
+    int64_t needed = 0;
+    try {
+      needed = gguf_tensor_bytes(t.type, t.shape);
+    } catch (const DataError& e) {
+      throw IoError("[gguf] " + path + ": tensor " + t.name + ": " + e.what());
+    }
+    if (static_cast<int64_t>(t.data.size()) != needed)
       throw IoError("[gguf] " + path + ": tensor " + t.name + " holds " + std::to_string(t.data.size()) +
-                    " bytes, its shape needs " + std::to_string(elements * gguf_element_size(t.type)));
+                    " bytes, its shape needs " + std::to_string(needed));
     if (!names.insert(t.name).second) throw IoError("[gguf] " + path + ": duplicate tensor " + t.name);
   }
   std::vector<std::pair<std::string, GgufValue>> metadata = file.metadata;
@@ -335,9 +417,9 @@ GgufFile read_gguf(const std::string& path) {
     t.shape.resize(dims);
     for (uint32_t d = 0; d < dims; ++d) t.shape[dims - 1 - d] = static_cast<int64_t>(r.raw<uint64_t>());
     const uint32_t type = r.raw<uint32_t>();
-    if (type != 0 && type != 1 && type != 30)
+    if (!gguf_type_readable(type))
       r.fail("tensor " + t.name + " is " + gguf_type_name(type) +
-             "; causal imports only F32, F16 and BF16 tensors");
+             "; causal reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K");
     t.type = static_cast<GgufTensorType>(type);
     offsets.push_back(r.raw<uint64_t>());
     file.tensors.push_back(std::move(t));
@@ -346,13 +428,22 @@ GgufFile read_gguf(const std::string& path) {
   std::map<uint64_t, uint64_t> ranges;  // start -> end, to find overlaps
   for (size_t i = 0; i < file.tensors.size(); ++i) {
     GgufTensor& t = file.tensors[i];
-    uint64_t size = static_cast<uint64_t>(gguf_element_size(t.type));
-    for (int64_t d : t.shape) {
+    const GgufBlockSize block = gguf_block_size(t.type);
+    const int64_t row = t.shape.back();
+    if (row > 0 && row % block.elements != 0)
+      r.fail("tensor " + t.name + " is " + gguf_type_name(static_cast<uint32_t>(t.type)) + " with rows of " +
+             std::to_string(row) + " elements, not a whole number of its " + std::to_string(block.elements) +
+             "-element blocks");
+    // The innermost dimension counts blocks of block.bytes; the others count rows.
+    uint64_t size = static_cast<uint64_t>(block.bytes);
+    for (size_t d = 0; d < t.shape.size(); ++d) {
       // An empty tensor has no bytes of its own: written back it would share its offset with the next.
-      if (d == 0) r.fail("tensor " + t.name + " has an empty dimension");
-      if (d < 0 || size > bytes.size() / static_cast<uint64_t>(d))
+      if (t.shape[d] == 0) r.fail("tensor " + t.name + " has an empty dimension");
+      const uint64_t count =
+          static_cast<uint64_t>(d + 1 == t.shape.size() ? row / block.elements : t.shape[d]);
+      if (t.shape[d] < 0 || size > bytes.size() / count)
         r.fail("tensor " + t.name + " is larger than the file");
-      size *= static_cast<uint64_t>(d);
+      size *= count;
     }
     if (offsets[i] % file.alignment != 0) r.fail("tensor " + t.name + " is not aligned");
     const uint64_t start = data_start + offsets[i];

@@ -27,8 +27,24 @@ enum class GgufType : uint32_t {
   kFloat64 = 12,
 };
 
-// Tensor element types: only the unquantized ones causal writes and reads; others are named on refusal.
-enum class GgufTensorType : uint32_t { kF32 = 0, kF16 = 1, kBf16 = 30 };
+// Tensor element types causal reads, as ggml numbers them: the unquantized ones and the quantized ones
+// gguf-py can dequantize without a lookup grid (io/gguf_quants.h decodes them). Every other ggml type is
+// refused by name.
+enum class GgufTensorType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kBf16 = 30,
+};
 
 // One metadata value. Integers keep their GGUF type so a file reads back to the same bytes; arrays hold
 // one element type (strings, or numbers widened to int64/double with `element` recording the GGUF type).
@@ -62,7 +78,7 @@ struct GgufTensor {
   std::string name;
   std::vector<int64_t> shape;  // row-major, outermost first (PyTorch order; the file stores it reversed)
   GgufTensorType type = GgufTensorType::kF32;
-  std::string data;  // little-endian elements, shape's product times the element size
+  std::string data;  // little-endian blocks, gguf_tensor_bytes(type, shape) of them
 };
 
 struct GgufFile {
@@ -74,16 +90,32 @@ struct GgufFile {
   const GgufTensor* tensor(const std::string& name) const;
 };
 
-// Bytes per element of an unquantized type.
+// How a type packs elements: `elements` consecutive values of a row in `bytes` bytes (1 and the element
+// size for F32/F16/BF16; 32 or 256 elements for the quantized ones).
+struct GgufBlockSize {
+  int64_t elements;
+  int64_t bytes;
+};
+
+// Whether causal reads tensors of this ggml type number (a value of GgufTensorType).
+bool gguf_type_readable(uint32_t type);
+GgufBlockSize gguf_block_size(GgufTensorType type);
+// Bytes per element of an unquantized type (F32, F16, BF16); a quantized type has none (UsageError).
 int64_t gguf_element_size(GgufTensorType type);
-// "F32", "F16", "BF16", or "type N (quantized or unknown)".
+// Bytes of a tensor of `shape` (outermost first): rows x the innermost dimension's blocks. Throws
+// DataError naming the type when the innermost dimension is not a whole number of blocks, or a dimension
+// is negative.
+int64_t gguf_tensor_bytes(GgufTensorType type, const std::vector<int64_t>& shape);
+// Every ggml type by its ggml name ("F32", "Q4_1", "IQ2_XXS", ...), others as "type 99 (unknown)".
 std::string gguf_type_name(uint32_t type);
 
-// Writes `file` whole or not at all (a temporary sibling renamed into place). Throws IoError.
+// Writes `file` whole or not at all (a temporary sibling renamed into place). Tensors of any readable type
+// are written as given (quantized ones already quantized, e.g. by gguf_quantize_q8_0). Throws IoError.
 void write_gguf(const std::string& path, const GgufFile& file);
 
-// Reads and checks the container: magic, version 3, every tensor unquantized (F32/F16/BF16, anything else
-// is refused naming the tensor and its type), offsets aligned, inside the file and not overlapping.
+// Reads and checks the container: magic, version 3, every tensor of a readable type (anything else is
+// refused naming the tensor and its type) whose innermost dimension is a whole number of blocks, offsets
+// aligned, inside the file and not overlapping. Quantized tensors keep their blocks as they are.
 // Throws DataError naming the file and what is wrong.
 GgufFile read_gguf(const std::string& path);
 

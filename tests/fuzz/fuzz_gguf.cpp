@@ -1,12 +1,15 @@
-// libFuzzer harness: a GGUF file through read_gguf, and what `causal import` then reads before converting
-// a tensor: the hyperparameters, the tensor map and each mapped tensor's name and shape.
+// libFuzzer harness: a GGUF file through read_gguf, its tensors dequantized, and what `causal import` then
+// reads before converting a tensor: the hyperparameters, the tensor map and each mapped tensor's name and
+// shape.
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "fuzz_support.h"
 #include "interop/gguf_model_config.h"
 #include "io/gguf_file.h"
+#include "io/gguf_quants.h"
 
 using namespace causal;
 
@@ -28,14 +31,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::expected(e);
     return 0;
   }
-  // What read_gguf promises: each tensor's bytes are exactly its shape's elements.
+  // What read_gguf promises: each tensor's bytes are exactly its shape's whole blocks, and decode.
   for (const GgufTensor& t : file.tensors) {
-    uint64_t bytes = static_cast<uint64_t>(gguf_element_size(t.type));
+    int64_t elements = 1;
     for (int64_t d : t.shape) {
-      fuzz::require(d >= 0, "tensor dims are not negative");
-      bytes *= static_cast<uint64_t>(d);
+      fuzz::require(d > 0, "tensor dims are positive");
+      elements *= d;
     }
-    fuzz::require(bytes == t.data.size(), "a tensor's bytes hold its shape");
+    fuzz::require(elements % gguf_block_size(t.type).elements == 0, "a tensor is whole blocks");
+    fuzz::require(static_cast<uint64_t>(gguf_tensor_bytes(t.type, t.shape)) == t.data.size(),
+                  "a tensor's bytes hold its shape");
+    std::vector<float> values(static_cast<size_t>(elements));
+    gguf_dequantize(t.type, reinterpret_cast<const uint8_t*>(t.data.data()), elements, values.data());
   }
   // What it read, written and read again, writes the same bytes.
   const std::string copy = (fuzz::scratch_dir() / "copy.gguf").string();

@@ -64,7 +64,7 @@ CATCH_TEST_CASE("gguf: a file reads back to the same metadata and tensors", "[un
   CATCH_CHECK(std::filesystem::file_size(path) % 32 == 0);
 }
 
-CATCH_TEST_CASE("gguf: quantized tensors, other versions and truncated files are refused",
+CATCH_TEST_CASE("gguf: undecodable tensors, other versions and truncated files are refused",
                 "[unit][interop]") {
   ScratchDir dir("gguf_refusals");
   const std::string path = (dir.path / "m.gguf").string();
@@ -86,12 +86,15 @@ CATCH_TEST_CASE("gguf: quantized tensors, other versions and truncated files are
     }
     CATCH_FAIL("read_gguf accepted a bad file; expected: " << words);
   };
-  // Tensor a.weight's type field: Q4_0 (2) instead of F32.
+  // Tensor a.weight's type field: IQ2_XXS (16, a type causal does not decode) instead of F32, then Q4_0,
+  // which causal reads, but not in rows of 5 (tests/io/test_gguf_quants.cpp has the quantized cases).
   std::string quantized = bytes;
   const size_t at = quantized.find("a.weight") + 8 + 4 + 16;
   CATCH_REQUIRE(quantized[at] == 0);
+  quantized[at] = 16;
+  refused_with(quantized, "tensor a.weight is IQ2_XXS");
   quantized[at] = 2;
-  refused_with(quantized, "tensor a.weight is type 2 (quantized or unknown)");
+  refused_with(quantized, "tensor a.weight is Q4_0 with rows of 5 elements");
   std::string version = bytes;
   version[4] = 2;
   refused_with(version, "GGUF version 2, expected 3");

@@ -1,6 +1,6 @@
 // GGUF export and import in memory: a file without causal's provenance (as another tool would write it)
 // imports as the interleaved model that computes the same logits; with provenance the original model
-// comes back bit for bit; f16/bf16 files hold the weights rounded once.
+// comes back bit for bit; f16/bf16 files hold the weights rounded once, q8_0 files quantized.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -91,6 +91,41 @@ CATCH_TEST_CASE("gguf model: f16 and bf16 files hold each weight rounded once, n
       CATCH_INFO(name);
       const torch::Tensor want = t.dim() == 1 ? t : t.to(scalar).to(torch::kFloat);
       CATCH_CHECK(torch::equal(back.tensors.at(name), want));
+    }
+  }
+}
+
+CATCH_TEST_CASE(
+    "gguf model: a q8_0 file holds matrices in Q8_0 blocks, partial-block rows in f16, norms in f32",
+    "[unit][interop]") {
+  ModelConfig m = halves_llama();
+  m.ffn_hidden = 48;  // ffn_down's rows are 48 values: not whole 32-element blocks
+  torch::manual_seed(7);
+  Transformer model(m);
+  const InteropModel im = interop_of(model, m);
+  const GgufFile file = gguf_from_model(im, GgufTensorType::kQ8_0, "test");
+  CATCH_CHECK(std::get<int64_t>(file.find("general.file_type")->value) == 7);  // llama_ftype MOSTLY_Q8_0
+  CATCH_CHECK(file.tensor("blk.0.attn_norm.weight")->type == GgufTensorType::kF32);
+  CATCH_CHECK(file.tensor("blk.0.ffn_up.weight")->type == GgufTensorType::kQ8_0);
+  CATCH_CHECK(file.tensor("token_embd.weight")->type == GgufTensorType::kQ8_0);
+  CATCH_CHECK(file.tensor("blk.0.ffn_down.weight")->type == GgufTensorType::kF16);
+  const InteropModel back = model_from_gguf(file, "q8.gguf");
+  for (const auto& [name, t] : im.tensors) {
+    CATCH_INFO(name);
+    const torch::Tensor got = back.tensors.at(name);
+    if (t.dim() == 1) {
+      CATCH_CHECK(torch::equal(got, t));
+    } else if (name.find("down_proj") != std::string::npos) {
+      CATCH_CHECK(torch::equal(got, t.to(torch::kHalf).to(torch::kFloat)));
+    } else {
+      // Quantized: each value within half a step (max |x| / 127 of its 32-block, plus the step's own
+      // float16 rounding, 127 x 2^-11 of it) of the original, and
+      // not all of them equal to it, or nothing was quantized.
+      const torch::Tensor blocks = t.reshape({-1, 32});
+      const torch::Tensor step = blocks.abs().amax(1, true) / 127;
+      const torch::Tensor error = (got.reshape({-1, 32}) - blocks).abs();
+      CATCH_CHECK((error <= step * 0.57 + 1e-7).all().item<bool>());
+      CATCH_CHECK(!torch::equal(got, t));
     }
   }
 }
