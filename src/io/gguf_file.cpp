@@ -387,7 +387,8 @@ GgufFile read_gguf_metadata(const std::string& path) {
     if (static_cast<uint64_t>(in.gcount()) != size) throw DataError("[gguf] cannot read " + path);
     try {
       Reader r(bytes, path);
-      if (bytes.size() < 24 || r.raw<uint32_t>() != kGgufMagic) r.fail("not a GGUF file (magic is not \"GGUF\")");
+      if (bytes.size() < 24 || r.raw<uint32_t>() != kGgufMagic)
+        r.fail("not a GGUF file (magic is not \"GGUF\")");
       const uint32_t version = r.raw<uint32_t>();
       if (version != kVersion) r.fail("GGUF version " + std::to_string(version) + ", expected 3");
       r.raw<uint64_t>();  // tensor count
