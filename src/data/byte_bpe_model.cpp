@@ -450,7 +450,7 @@ ByteBpeModel byte_bpe_from_hf(const std::string& tokenizer_json_path) {
 
 std::string hf_tokenizer_json(const ByteBpeModel& model) {
   using Json = nlohmann::ordered_json;
-  const bool gpt2_only = pre_tokenizer_name(model.pre_regexes) == "gpt2";
+  const bool gpt2_only = pre_tokenizer_name(model.pre_regexes) == "gpt-2";
   if (model.add_prefix_space && !gpt2_only && !model.pre_regexes.empty())
     throw DataError(
         "[tokenizer] HF tokenizer.json cannot prefix a space before regexes other than GPT-2's (the model's "
