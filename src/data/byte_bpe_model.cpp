@@ -312,7 +312,7 @@ ByteBpeModel byte_bpe_from_hf(const std::string& tokenizer_json_path) {
       if (m.contains(key) && !m[key].is_null() && !(m[key].is_string() && m[key].get<std::string>().empty()))
         throw DataError(at + "model." + key + " is " + m[key].dump() + "; causal supports only null");
     }
-    if (m.value("byte_fallback", false)) throw DataError(at + "model.byte_fallback is true; expected false");
+    const bool byte_fallback = m.value("byte_fallback", false);
     model.ignore_merges = m.value("ignore_merges", false);
     if (json.contains("normalizer") && !json["normalizer"].is_null()) {
       const auto& normalizer = json["normalizer"];
@@ -323,10 +323,27 @@ ByteBpeModel byte_bpe_from_hf(const std::string& tokenizer_json_path) {
         throw DataError(at + "normalizer is " + normalizer.value("type", normalizer.dump()) +
                         "; causal supports only null (no normalization)");
     }
-    if (json.contains("decoder") && !json["decoder"].is_null() &&
-        json["decoder"].value("type", std::string()) != "ByteLevel")
-      throw DataError(at + "decoder.type is '" + json["decoder"].value("type", std::string()) +
-                      "'; causal supports only ByteLevel");
+    // The decoder: ByteLevel, alone or after the steps transformers' GGUF conversion puts before it, which
+    // change nothing for a byte-level vocabulary (checked below, once the tokens are known).
+    std::vector<std::string> decoder_steps;
+    if (json.contains("decoder") && !json["decoder"].is_null()) {
+      const auto& decoder = json["decoder"];
+      if (decoder.value("type", std::string()) == "Sequence") {
+        for (const auto& step : decoder.at("decoders"))
+          decoder_steps.push_back(step.value("type", std::string()));
+      } else {
+        decoder_steps.push_back(decoder.value("type", std::string()));
+      }
+      for (size_t i = 0; i < decoder_steps.size(); ++i) {
+        const std::string& type = decoder_steps[i];
+        const bool last = i + 1 == decoder_steps.size();
+        if ((type == "ByteLevel" && last) || (!last && (type == "ByteFallback" || type == "Fuse"))) continue;
+        if (!last && type == "Replace" && decoder["decoders"][i].value("content", std::string()) == " ")
+          continue;
+        throw DataError(at + "decoder holds " + type + (last ? " last" : " before ByteLevel") +
+                        "; causal supports ByteLevel, after ByteFallback, Fuse or Replace(..., \" \") steps");
+      }
+    }
     // Ids: the model's vocabulary, then added tokens (which may also name ids of the vocabulary).
     std::map<int64_t, std::string> by_id;
     std::map<int64_t, int32_t> types;
@@ -375,6 +392,20 @@ ByteBpeModel byte_bpe_from_hf(const std::string& tokenizer_json_path) {
     }
     std::unordered_map<std::string, int64_t> vocab;
     for (size_t i = 0; i < model.tokens.size(); ++i) vocab.emplace(model.tokens[i], static_cast<int64_t>(i));
+    // Byte fallback (model and decoder) acts only through <0xHH> tokens, and the decoder's Replace only on
+    // tokens holding U+2581: a byte-level vocabulary without them is decoded by ByteLevel alone.
+    if (byte_fallback || decoder_steps.size() > 1) {
+      for (size_t i = 0; i < model.tokens.size(); ++i) {
+        const std::string& text = model.tokens[i];
+        const bool byte_token = text.size() == 6 && text.rfind("<0x", 0) == 0 && text.back() == '>';
+        if (byte_token ||
+            (model.token_types[i] == kTokenNormal && text.find("\xe2\x96\x81") != std::string::npos))
+          throw DataError(
+              at + "token '" + text +
+              "' would be read by byte fallback or rewritten by the decoder's steps before ByteLevel; "
+              "causal supports those only where they never apply");
+      }
+    }
     auto id_of = [&](const std::string& text, const std::string& key) {
       auto it = vocab.find(text);
       if (it == vocab.end()) throw DataError(at + key + " '" + text + "' is not a token");

@@ -174,7 +174,9 @@ ByteBpeTokenizer::ByteBpeTokenizer(std::string model_bytes, const std::string& w
     std::stable_sort(bucket.begin(), bucket.end(),
                      [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   }
-  splits_safely_ = model_.pre_tokenizer != "custom" && !model_.add_prefix_space;
+  // A prefix space would be added to the right side too; a custom pre-tokenizer has no proven rule.
+  const NamedPreTokenizer* named = find_named_pre_tokenizer(model_.pre_tokenizer);
+  if (named != nullptr && !model_.add_prefix_space) split_rule_ = named->split_rule;
 }
 
 ByteBpeTokenizer::~ByteBpeTokenizer() = default;
@@ -332,23 +334,30 @@ std::string ByteBpeTokenizer::decode(const std::vector<int64_t>& ids) const {
   return text;
 }
 
-size_t ByteBpeTokenizer::split_point(std::string_view text) const {
-  if (splits_safely_) {
-    for (size_t p = text.size() - (text.empty() ? 0 : 1); p >= 2; --p) {
-      if (text[p - 1] != '\n' || !is_ascii_letter(text[p]) || !is_printable_ascii_nonspace(text[p - 2]))
-        continue;
-      // An added token holding this line break would be cut: look for one around it.
-      bool inside = false;
-      for (const std::string& special : specials_with_newline_) {
-        for (size_t k = 0; k < special.size() && !inside; ++k) {
-          if (special[k] != '\n' || k + 1 > p) continue;
-          const size_t start = p - 1 - k;
-          const size_t available = std::min(special.size(), text.size() - start);
-          inside = text.compare(start, available, special, 0, available) == 0 && k + 1 < special.size();
-        }
-      }
-      if (!inside) return p;
+bool ByteBpeTokenizer::cuts_added_token(std::string_view text, size_t p) const {
+  for (const std::string& special : specials_with_newline_) {
+    for (size_t k = 0; k + 1 < special.size(); ++k) {
+      // The occurrence that would put special[k] at text[p - 1], compared as far as the text goes.
+      if (special[k] != '\n' || k + 1 > p) continue;
+      const size_t start = p - 1 - k;
+      const size_t available = std::min(special.size(), text.size() - start);
+      if (text.compare(start, available, special, 0, available) == 0) return true;
     }
+  }
+  return false;
+}
+
+size_t ByteBpeTokenizer::split_point(std::string_view text) const {
+  for (size_t p = text.size() - (text.empty() ? 0 : 1); split_rule_ != SplitRule::kNone && p >= 2; --p) {
+    if (text[p - 1] != '\n') continue;
+    bool cut = false;
+    if (split_rule_ == SplitRule::kAfterLineBreaks) {
+      cut = is_ascii_letter(text[p]);
+    } else {
+      cut = (is_ascii_letter(text[p]) && is_printable_ascii_nonspace(text[p - 2])) ||
+            (text[p] == '\n' && p + 1 < text.size() && is_ascii_letter(text[p + 1]));
+    }
+    if (cut && !cuts_added_token(text, p)) return p;
   }
   // No proven place: after the last newline, else before the last (perhaps incomplete) character.
   const size_t newline = text.rfind('\n');

@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "data/byte_bpe_model.h"
+#include "data/pre_tokenizer.h"
 #include "data/tokenizer.h"
 
 namespace causal {
-
-class PreTokenizer;
 
 constexpr const char* kByteBpeTokenizer = "byte-bpe";
 
@@ -36,12 +35,10 @@ class ByteBpeTokenizer : public Tokenizer {
   std::vector<int64_t> encode(std::string_view text) const override;
   std::string decode(const std::vector<int64_t>& ids) const override;
   const std::string& model_bytes() const override { return bytes_; }
-  // Just after the last "\n" that follows a printable ASCII character other than a space and comes before
-  // an ASCII letter, outside any added token: no pre-tokenizer regex of the named table joins such a line
-  // break to the letter after it, or lets the piece before it depend on what follows (docs/tokenizers.md
-  // argues it per regex). Without such a place, or for a custom pre-tokenizer or a prefix space (whose
-  // right side would gain a space), after the last newline, else before the last character: the two
-  // sides may then encode differently than the whole, never losing a byte.
+  // The last place the pre-tokenizer's rule proves safe (SplitRule: line breaks before an ASCII letter),
+  // outside any added token, so that encoding the two sides apart gives the ids of the whole. Without
+  // one, or for a custom pre-tokenizer or a prefix space (which the right side would gain), after the last
+  // newline, else before the last character: the two sides may then encode differently, never losing a byte.
   size_t split_point(std::string_view text) const override;
 
   const ByteBpeModel& model() const { return model_; }
@@ -55,6 +52,7 @@ class ByteBpeTokenizer : public Tokenizer {
   void encode_segment(std::string_view segment, std::vector<int64_t>& ids) const;
   void encode_word(std::string_view word, std::vector<int64_t>& ids) const;
   void merge_word(std::string_view word, std::vector<int32_t>& symbols) const;
+  bool cuts_added_token(std::string_view text, size_t p) const;  // an added token holding "\n" spans p
 
   std::string bytes_;
   ByteBpeModel model_;
@@ -68,7 +66,7 @@ class ByteBpeTokenizer : public Tokenizer {
   std::array<std::vector<std::pair<std::string, int32_t>>, 256> specials_;
   std::vector<std::string> specials_with_newline_;  // added tokens holding "\n", which split_point avoids
   std::vector<std::string> id_text_;                // id -> the bytes it decodes to
-  bool splits_safely_ = false;                      // split_point's rule holds for this pre-tokenizer
+  SplitRule split_rule_ = SplitRule::kNone;         // split_point's proven places, by pre-tokenizer
 };
 
 // A byte-level BPE tokenizer from a GGUF file (tokenizer metadata only), an HF tokenizer.json, or a

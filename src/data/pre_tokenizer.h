@@ -9,6 +9,15 @@
 
 namespace causal {
 
+// Where text may be cut so that the pieces on both sides are those of the whole (ByteBpeTokenizer::
+// split_point; docs/tokenizers.md argues each rule).
+enum class SplitRule {
+  kNone,             // no proven place
+  kGpt2LineBreaks,   // GPT-2 family: after "\n" between a printable ASCII character and an ASCII letter,
+                     // or between the last two of two or more "\n" before an ASCII letter
+  kAfterLineBreaks,  // Llama 3 family: after the last "\n" of a run before an ASCII letter
+};
+
 // A pre-tokenizer llama.cpp names in GGUF files. The regexes are written as in the Hugging Face
 // tokenizer.json of the models that use it; they run one after the other, each on the pieces of the last.
 struct NamedPreTokenizer {
@@ -17,6 +26,7 @@ struct NamedPreTokenizer {
   std::vector<std::string> regexes;
   bool ignore_merges = false;  // a word that is a whole token is that token (llama.cpp and HF agree here)
   std::string splits;          // what it does, in words (docs and errors)
+  SplitRule split_rule = SplitRule::kNone;
 };
 
 const std::vector<NamedPreTokenizer>& named_pre_tokenizers();
