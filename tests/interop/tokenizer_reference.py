@@ -21,8 +21,9 @@ LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[
 QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
          r"\s*[\r\n]+|\s+(?!\S)|\s+")
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-# The GGUF pre-tokenizer name llama.cpp gives each trained kind (None: no GGUF case).
-GGUF_PRE = {"gpt2": "gpt-2", "llama3": "llama-bpe", "qwen2": "qwen2", "smollm": "smollm"}
+# The GGUF pre-tokenizer names llama.cpp reads each trained kind with ("default": llama.cpp's own regexes
+# for a GGUF that names none, on the GPT-2 vocabulary).
+GGUF_PRE = {"gpt2": ["gpt-2", "default"], "llama3": ["llama-bpe"], "qwen2": ["qwen2"], "smollm": ["smollm"]}
 
 
 def train(kind, files, out_dir):
@@ -151,14 +152,14 @@ def main():
     for kind in ["gpt2", "llama3", "qwen2", "smollm"]:
         path = train(kind, files, os.path.join(args.work, "trained-" + kind))
         case(f"HF tokenizers, {kind} pre-tokenizer, trained on brown", path, lambda: hf_ids(path, texts))
-        if have_llama:
-            gguf_path = os.path.join(args.work, f"trained-{kind}.gguf")
+        for pre in GGUF_PRE[kind] if have_llama else []:
+            gguf_path = os.path.join(args.work, f"trained-{kind}-{pre}.gguf")
             try:
-                write_vocab_gguf(path, GGUF_PRE[kind], gguf_path)
+                write_vocab_gguf(path, pre, gguf_path)
             except Exception as e:
                 skipped.append(f"gguf of trained {kind}: {type(e).__name__}: {e}")
                 continue
-            case(f"llama.cpp, pre {GGUF_PRE[kind]}, trained on brown", gguf_path, lambda: llama_ids(gguf_path, texts))
+            case(f"llama.cpp, pre {pre}, {kind} trained on brown", gguf_path, lambda: llama_ids(gguf_path, texts))
     with open(args.out, "w") as f:
         json.dump({"cases": cases, "skipped": skipped}, f)
     return 0
