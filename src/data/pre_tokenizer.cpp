@@ -69,7 +69,7 @@ MatchScratch& match_scratch() {
   return scratch;
 }
 
-size_t utf8_length(unsigned char lead) {
+size_t utf8_sequence_length(unsigned char lead) {
   if (lead < 0xC0) return 1;
   if (lead < 0xE0) return 2;
   if (lead < 0xF0) return 3;
@@ -196,7 +196,7 @@ void split_isolated(const pcre2_code* code, std::string_view text, std::vector<s
     if (end == start) {
       // An empty match cuts nothing; the search goes on after the character there.
       if (start >= text.size()) break;
-      at = std::min(text.size(), start + utf8_length(static_cast<unsigned char>(text[start])));
+      at = std::min(text.size(), start + utf8_sequence_length(static_cast<unsigned char>(text[start])));
       continue;
     }
     if (start > gap) out.push_back(text.substr(gap, start - gap));

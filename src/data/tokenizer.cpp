@@ -49,7 +49,7 @@ std::string ByteTokenizer::decode(const std::vector<int64_t>& ids) const {
 
 namespace {
 
-bool ends_with(const std::string& text, const std::string& tail) {
+bool has_suffix(const std::string& text, const std::string& tail) {
   return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
@@ -68,7 +68,7 @@ bool is_byte_bpe_json(const std::string& path) {
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
   if (name == "bytes") return std::make_unique<ByteTokenizer>();
   if (std::filesystem::is_regular_file(name)) {
-    if (ends_with(name, ".gguf") || (ends_with(name, ".json") && is_byte_bpe_json(name)))
+    if (has_suffix(name, ".gguf") || (has_suffix(name, ".json") && is_byte_bpe_json(name)))
       return load_byte_bpe(name);
     return load_sentencepiece(name);
   }

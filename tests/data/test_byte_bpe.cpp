@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/errors.h"
@@ -414,4 +415,21 @@ CATCH_TEST_CASE("byte-bpe: the named pre-tokenizers split as their tokenizers do
       pre_tokenizer_name({R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))"}) ==
       "gpt-2");  // llama.cpp's spelling
   CATCH_CHECK(pre_tokenizer_name({"\\s+"}).empty());
+}
+
+CATCH_TEST_CASE("byte-bpe: threads sharing one tokenizer (and its word cache) get the ids of one thread",
+                "[unit][data]") {
+  const std::string text = brown().substr(0, 80000);
+  const ByteBpeModel m =
+      tiny_model({{"t", "h"}, {"th", "e"}, {" ", "the"}, {"e", "r"}, {" ", "a"}}, "llama-bpe");
+  const std::vector<int64_t> expected = make(m).encode(text);
+  const ByteBpeTokenizer shared = make(m);
+  std::vector<std::vector<int64_t>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      for (int rep = 0; rep < 3; ++rep) got[i] = shared.encode(text);
+    });
+  for (std::thread& t : threads) t.join();
+  for (const auto& ids : got) CATCH_CHECK(ids == expected);
 }
