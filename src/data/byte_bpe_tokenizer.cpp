@@ -378,8 +378,9 @@ std::unique_ptr<ByteBpeTokenizer> load_byte_bpe(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw DataError("[tokenizer] cannot read '" + path + "'");
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // Our canonical file reads back as it is; anything else is an HF tokenizer.json.
-    if (bytes.find("\"format\":\"causal byte-bpe") != std::string::npos)
+    // Our canonical file (top-level "format") reads back as it is; anything else is an HF tokenizer.json.
+    const nlohmann::json json = nlohmann::json::parse(bytes, nullptr, false);
+    if (json.is_object() && json.contains("format"))
       return std::make_unique<ByteBpeTokenizer>(std::move(bytes), path);
     model = byte_bpe_from_hf(path);
   }

@@ -6,6 +6,7 @@
 #include <pcre2.h>
 
 #include <algorithm>
+#include <new>
 
 #include "core/errors.h"
 
@@ -54,8 +55,8 @@ struct MatchScratch {
     data = pcre2_match_data_create(1, nullptr);
     stack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, nullptr);
     context = pcre2_match_context_create(nullptr);
-    if (data == nullptr || stack == nullptr || context == nullptr) throw std::bad_alloc();
-    pcre2_jit_stack_assign(context, nullptr, stack);
+    if (data == nullptr || context == nullptr) throw std::bad_alloc();
+    if (stack != nullptr) pcre2_jit_stack_assign(context, nullptr, stack);  // null without JIT support
   }
   ~MatchScratch() {
     pcre2_match_context_free(context);
@@ -143,6 +144,7 @@ std::string pre_tokenizer_name(const std::vector<std::string>& regexes) {
 
 struct PreTokenizer::Compiled {
   pcre2_code* code = nullptr;
+  bool jit = false;
   ~Compiled() { pcre2_code_free(code); }
 };
 
@@ -160,13 +162,8 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes, const std::s
       throw DataError("[tokenizer] " + where + ": pre-tokenizer regex '" + regex + "' does not compile (" +
                       reinterpret_cast<const char*>(message) + " at offset " + std::to_string(offset) + ")");
     }
-    const int jit = pcre2_jit_compile(compiled->code, PCRE2_JIT_COMPLETE);
-    if (jit != 0) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(jit, message, sizeof(message));
-      throw DataError("[tokenizer] " + where + ": pre-tokenizer regex '" + regex +
-                      "' cannot be JIT-compiled (" + reinterpret_cast<const char*>(message) + ")");
-    }
+    // Without JIT support (some platforms) the interpreter runs the same pattern, slower.
+    compiled->jit = pcre2_jit_compile(compiled->code, PCRE2_JIT_COMPLETE) == 0;
     regexes_.push_back(std::move(compiled));
   }
 }
@@ -176,13 +173,15 @@ PreTokenizer::~PreTokenizer() = default;
 namespace {
 
 // Cuts `text` into the matches of `code` and the runs between them, appended to `out`.
-void split_isolated(const pcre2_code* code, std::string_view text, std::vector<std::string_view>& out) {
+void split_isolated(const pcre2_code* code, bool jit, std::string_view text,
+                    std::vector<std::string_view>& out) {
   MatchScratch& scratch = match_scratch();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t gap = 0;  // start of the text not yet in a piece
   size_t at = 0;   // where the next search starts
   while (at < text.size()) {
-    const int rc = pcre2_jit_match(code, subject, text.size(), at, 0, scratch.data, scratch.context);
+    const int rc = jit ? pcre2_jit_match(code, subject, text.size(), at, 0, scratch.data, scratch.context)
+                       : pcre2_match(code, subject, text.size(), at, 0, scratch.data, scratch.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       PCRE2_UCHAR message[256];
@@ -213,12 +212,12 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& p
     if (!text.empty()) pieces.push_back(text);
     return;
   }
-  if (regexes_.size() == 1) return split_isolated(regexes_[0]->code, text, pieces);
+  if (regexes_.size() == 1) return split_isolated(regexes_[0]->code, regexes_[0]->jit, text, pieces);
   std::vector<std::string_view> current{text};
   std::vector<std::string_view> next;
   for (size_t r = 0; r < regexes_.size(); ++r) {
     std::vector<std::string_view>& out = r + 1 == regexes_.size() ? pieces : next;
-    for (std::string_view piece : current) split_isolated(regexes_[r]->code, piece, out);
+    for (std::string_view piece : current) split_isolated(regexes_[r]->code, regexes_[r]->jit, piece, out);
     if (&out == &next) {
       current.swap(next);
       next.clear();

@@ -41,10 +41,10 @@ std::string pre_tokenizer_name(const std::vector<std::string>& regexes);
 // The GPT-2 regex (HF ByteLevel's use_regex): contractions, letters, digits, other symbols, whitespace.
 extern const char* const kGpt2Regex;
 
-// Regexes compiled once (PCRE2, UTF + UCP, JIT); split() is const and safe to call from many threads.
-// Each regex cuts every piece into its matches and the text between them (HF's Split "Isolated"
-// behaviour; llama.cpp's unicode_regex_split). Invalid UTF-8 never matches: it stays in the pieces between
-// matches, so every byte of the text is in exactly one piece.
+// Regexes compiled once (PCRE2, UTF + UCP, JIT where the platform has it); split() is const and safe to call
+// from many threads. Each regex cuts every piece into its matches and the text between them (HF's Split
+// "Isolated" behaviour; llama.cpp's unicode_regex_split). Invalid UTF-8 never matches: it stays in the pieces
+// between matches, so every byte of the text is in exactly one piece.
 class PreTokenizer {
  public:
   // Throws DataError naming `where` and the regex when one does not compile.
