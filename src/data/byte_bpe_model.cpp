@@ -97,7 +97,8 @@ bool ByteBpeModel::operator==(const ByteBpeModel& other) const {
          pre_tokenizer == other.pre_tokenizer && pre_regexes == other.pre_regexes &&
          add_prefix_space == other.add_prefix_space && ignore_merges == other.ignore_merges &&
          bos_id == other.bos_id && eos_id == other.eos_id && pad_id == other.pad_id &&
-         unk_id == other.unk_id && add_bos == other.add_bos && chat_template == other.chat_template;
+         unk_id == other.unk_id && unknown_bytes == other.unknown_bytes && add_bos == other.add_bos &&
+         chat_template == other.chat_template;
 }
 
 const std::string& gpt2_byte_char(uint8_t byte) { return gpt2_alphabet().byte_char[byte]; }
@@ -125,6 +126,10 @@ void check_byte_bpe_model(const ByteBpeModel& model, const std::string& where) {
       throw DataError(at + name + " id " + std::to_string(id) + " is outside the vocabulary of " +
                       std::to_string(n) + " tokens");
   }
+  if (model.unknown_bytes != "drop" && model.unknown_bytes != "unk" && model.unknown_bytes != "fused-unk")
+    throw DataError(at + "unknown_bytes is '" + model.unknown_bytes + "', expected drop, unk or fused-unk");
+  if (model.unknown_bytes != "drop" && model.unk_id < 0)
+    throw DataError(at + "unknown_bytes is '" + model.unknown_bytes + "' but the model has no unknown token");
   if (model.pre_tokenizer != "custom" && find_named_pre_tokenizer(model.pre_tokenizer) == nullptr)
     throw DataError(at + "unknown pre-tokenizer '" + model.pre_tokenizer + "': expected custom or one of " +
                     known_pre_tokenizer_names());
@@ -159,6 +164,7 @@ std::string byte_bpe_model_bytes(const ByteBpeModel& model) {
                                {"eos_id", model.eos_id},
                                {"pad_id", model.pad_id},
                                {"unk_id", model.unk_id},
+                               {"unknown_bytes", model.unknown_bytes},
                                {"add_bos", model.add_bos},
                                {"chat_template", model.chat_template}};
   try {
@@ -192,6 +198,7 @@ ByteBpeModel parse_byte_bpe_model(const std::string& bytes, const std::string& w
     model.eos_id = json.at("eos_id").get<int64_t>();
     model.pad_id = json.at("pad_id").get<int64_t>();
     model.unk_id = json.at("unk_id").get<int64_t>();
+    model.unknown_bytes = json.at("unknown_bytes").get<std::string>();
     model.add_bos = json.at("add_bos").get<bool>();
     model.chat_template = json.at("chat_template").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
@@ -411,8 +418,11 @@ ByteBpeModel byte_bpe_from_hf(const std::string& tokenizer_json_path) {
       if (it == vocab.end()) throw DataError(at + key + " '" + text + "' is not a token");
       return it->second;
     };
-    if (m.contains("unk_token") && m["unk_token"].is_string())
+    if (m.contains("unk_token") && m["unk_token"].is_string()) {
+      // HF's BPE gives its unk_token for a character that is no token, one per run with fuse_unk.
       model.unk_id = id_of(m["unk_token"].get<std::string>(), "model.unk_token");
+      model.unknown_bytes = m.value("fuse_unk", false) ? "fused-unk" : "unk";
+    }
     if (json.contains("pre_tokenizer") && !json["pre_tokenizer"].is_null())
       read_hf_pre_tokenizer(json["pre_tokenizer"], where, "pre_tokenizer", true, true, model);
     const std::string name = pre_tokenizer_name(model.pre_regexes);
@@ -454,6 +464,9 @@ ByteBpeModel byte_bpe_from_hf(const std::string& tokenizer_json_path) {
                                                            {"pad_token", &model.pad_id},
                                                            {"unk_token", &model.unk_id}};
       for (const auto& [key, id] : specials) {
+        // The model's own unk_token decides what encoding gives; the config's names one only for a model
+        // without.
+        if (id == &model.unk_id && model.unk_id >= 0) continue;
         if (config.contains(key) && !config[key].is_null())
           *id = id_of(token_content(config[key], config_where, key), config_where + " " + key);
       }
@@ -544,10 +557,10 @@ std::string hf_tokenizer_json(const ByteBpeModel& model) {
       {"model",
        {{"type", "BPE"},
         {"dropout", nullptr},
-        {"unk_token", model.unk_id >= 0 ? Json(model.tokens[model.unk_id]) : Json(nullptr)},
+        {"unk_token", model.unknown_bytes != "drop" ? Json(model.tokens[model.unk_id]) : Json(nullptr)},
         {"continuing_subword_prefix", nullptr},
         {"end_of_word_suffix", nullptr},
-        {"fuse_unk", false},
+        {"fuse_unk", model.unknown_bytes == "fused-unk"},
         {"byte_fallback", false},
         {"ignore_merges", model.ignore_merges},
         {"vocab", std::move(vocab)},

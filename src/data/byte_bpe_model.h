@@ -30,6 +30,9 @@ struct ByteBpeModel {
   bool add_prefix_space = false;  // a space before text that does not start with one (HF ByteLevel)
   bool ignore_merges = false;     // a word that is a whole token is that token (Llama 3)
   int64_t bos_id = -1, eos_id = -1, pad_id = -1, unk_id = -1;  // -1: none
+  // A byte whose GPT-2 character is no token: "drop"ped (llama.cpp), the "unk" token for each (HF's BPE
+  // with an unk_token), or one unk token for each run of them in a word ("fused-unk": HF with fuse_unk).
+  std::string unknown_bytes = "drop";
   bool add_bos = false;       // what the source says (GGUF add_bos_token, HF post-processor)
   std::string chat_template;  // jinja text, may be empty
 

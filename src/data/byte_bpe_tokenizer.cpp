@@ -131,6 +131,9 @@ ByteBpeTokenizer::ByteBpeTokenizer(std::string model_bytes, const std::string& w
     merges_->insert(vocab_.at(left), vocab_.at(right), static_cast<int32_t>(r), vocab_.at(left + right));
   }
   cache_ = std::make_unique<WordCache>();
+  unknown_bytes_ = model_.unknown_bytes == "unk"         ? UnknownBytes::kUnk
+                   : model_.unknown_bytes == "fused-unk" ? UnknownBytes::kFusedUnk
+                                                         : UnknownBytes::kDrop;
 
   id_text_.resize(model_.tokens.size());
   std::vector<uint32_t> code_points;
@@ -257,14 +260,22 @@ void ByteBpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& s
       return;
     }
   }
+  bool last_unknown = false;
   for (char c : word) {
     const int32_t id = byte_ids_[static_cast<unsigned char>(c)];
-    // A byte without a token: HF's BPE gives the unknown token, or drops it when there is none.
     if (id >= 0) {
       symbols.push_back(id);
-    } else if (model_.unk_id >= 0) {
-      symbols.push_back(static_cast<int32_t>(model_.unk_id));
+      last_unknown = false;
+      continue;
     }
+    // A byte without a token, as the model's source treats it (ByteBpeModel::unknown_bytes).
+    if (unknown_bytes_ == UnknownBytes::kDrop ||
+        (unknown_bytes_ == UnknownBytes::kFusedUnk && last_unknown)) {
+      last_unknown = true;
+      continue;
+    }
+    symbols.push_back(static_cast<int32_t>(model_.unk_id));
+    last_unknown = true;
   }
   const size_t n = symbols.size();
   if (n < 2) return;

@@ -66,7 +66,8 @@ class ByteBpeTokenizer : public Tokenizer {
   std::array<std::vector<std::pair<std::string, int32_t>>, 256> specials_;
   std::vector<std::string> specials_with_newline_;  // added tokens holding "\n", which split_point avoids
   std::vector<std::string> id_text_;                // id -> the bytes it decodes to
-  SplitRule split_rule_ = SplitRule::kNone;         // split_point's proven places, by pre-tokenizer
+  enum class UnknownBytes { kDrop, kUnk, kFusedUnk } unknown_bytes_ = UnknownBytes::kDrop;
+  SplitRule split_rule_ = SplitRule::kNone;  // split_point's proven places, by pre-tokenizer
 };
 
 // A byte-level BPE tokenizer from a GGUF file (tokenizer metadata only), an HF tokenizer.json, or a

@@ -178,6 +178,25 @@ CATCH_TEST_CASE("byte-bpe: ignore_merges takes a word that is a token whole", "[
   CATCH_CHECK(make(m).encode("abc") == (std::vector<int64_t>{'a', id_of(m, "bc")}));
 }
 
+CATCH_TEST_CASE("byte-bpe: bytes without a token are dropped, or become the unknown token as the source says",
+                "[unit][data]") {
+  ByteBpeModel m = tiny_model({{"a", "b"}});
+  m.tokens[4] = "<unk>";  // byte 0x04 loses its token
+  m.token_types[4] = kTokenUnknown;
+  m.unk_id = 4;
+  const std::string text =
+      "ab\x04\x04"
+      "ab \x04";
+  const int64_t ab = id_of(m, "ab");
+  CATCH_CHECK(make(m).encode(text) == (std::vector<int64_t>{ab, ab, ' '}));  // llama.cpp drops them
+  m.unknown_bytes = "unk";
+  CATCH_CHECK(make(m).encode(text) == (std::vector<int64_t>{ab, 4, 4, ab, ' ', 4}));
+  m.unknown_bytes = "fused-unk";
+  CATCH_CHECK(make(m).encode(text) == (std::vector<int64_t>{ab, 4, ab, ' ', 4}));
+  m.unk_id = -1;
+  CATCH_CHECK_THROWS_WITH(check_byte_bpe_model(m, "m"), Catch::Contains("no unknown token"));
+}
+
 CATCH_TEST_CASE("byte-bpe: added tokens written in text become those tokens, the longest first",
                 "[unit][data]") {
   const ByteBpeModel m = tiny_model({});
