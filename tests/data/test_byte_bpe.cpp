@@ -18,6 +18,8 @@
 #include "data/byte_bpe_model.h"
 #include "data/byte_bpe_tokenizer.h"
 #include "data/pre_tokenizer.h"
+#include "data/text_encode.h"
+#include "data/token_file.h"
 #include "data/tokenizer.h"
 #include "io/gguf_file.h"
 #include "support/scratch_dir.h"
@@ -451,4 +453,30 @@ CATCH_TEST_CASE("byte-bpe: threads sharing one tokenizer (and its word cache) ge
     });
   for (std::thread& t : threads) t.join();
   for (const auto& ids : got) CATCH_CHECK(ids == expected);
+}
+
+CATCH_TEST_CASE("byte-bpe: data encode cuts long documents at split_point and stores the ids of the whole",
+                "[unit][data]") {
+  // One long document encoded in many chunks on two threads (a small memory cap) must hold exactly the ids
+  // of encoding it whole: split_point's promise, through the encoder that relies on it.
+  testing::ScratchDir dir("byte_bpe_encode");
+  std::string text;
+  for (int i = 0; i < 4; ++i) text += brown();
+  write_all(dir.path / "doc.txt", text);
+  const ByteBpeModel m =
+      tiny_model({{"t", "h"}, {"th", "e"}, {" ", "the"}, {"\n", "\n"}, {" ", "a"}}, "smollm");
+  write_all(dir.path / "model.json", byte_bpe_model_bytes(m));
+  EncodeOptions options;
+  options.inputs = {(dir.path / "doc.txt").string()};
+  options.tokenizer = (dir.path / "model.json").string();
+  options.out = (dir.path / "doc.tok").string();
+  options.memory_cap_bytes = int64_t{1} << 20;
+  options.threads = 2;
+  encode_text(options);
+  const TokenFile file(options.out);
+  CATCH_REQUIRE(file.num_documents() == 1);
+  const std::vector<int64_t> stored = file.document(0);
+  const ByteBpeTokenizer t = make(m);
+  CATCH_CHECK(file.tokenizer() == t.info());
+  CATCH_CHECK(std::vector<int64_t>(stored.begin() + 1, stored.end() - 1) == t.encode(text));
 }
