@@ -2,9 +2,12 @@
 #include "data/tokenizer.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "data/byte_bpe_tokenizer.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "io/json_integer.h"
 
@@ -49,11 +52,35 @@ std::string ByteTokenizer::decode(const std::vector<int64_t>& ids) const {
   return text;
 }
 
+namespace {
+
+bool has_suffix(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A .json file is a byte-level BPE model when it is named tokenizer.json, or its top level has "model" (HF)
+// or "format" (our canonical model file).
+bool is_byte_bpe_json(const std::string& path) {
+  if (std::filesystem::path(path).filename() == "tokenizer.json") return true;
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const nlohmann::json json = nlohmann::json::parse(bytes, nullptr, false);
+  return json.is_object() && (json.contains("model") || json.contains("format"));
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
   if (name == "bytes") return std::make_unique<ByteTokenizer>();
-  if (std::filesystem::is_regular_file(name)) return load_sentencepiece(name);
-  throw DataError("[tokenizer] unknown tokenizer '" + name +
-                  "': expected bytes or the path of a SentencePiece .model file (no such file)");
+  if (std::filesystem::is_regular_file(name)) {
+    if (has_suffix(name, ".gguf") || (has_suffix(name, ".json") && is_byte_bpe_json(name)))
+      return load_byte_bpe(name);
+    return load_sentencepiece(name);
+  }
+  throw DataError(
+      "[tokenizer] unknown tokenizer '" + name +
+      "': expected bytes, or the path of a SentencePiece .model file, a GGUF file with a byte-level "
+      "BPE vocabulary (.gguf) or an HF tokenizer.json (no such file)");
 }
 
 nlohmann::json tokenizer_info_to_json(const TokenizerInfo& info) {
@@ -87,6 +114,8 @@ std::unique_ptr<Tokenizer> tokenizer_for(const TokenizerInfo& info, const std::s
     tokenizer = std::make_unique<ByteTokenizer>();
   } else if (info.name == kSentencePieceTokenizer && !model_bytes.empty()) {
     tokenizer = std::make_unique<SentencePieceTokenizer>(model_bytes, "the recorded tokenizer model");
+  } else if (info.name == kByteBpeTokenizer && !model_bytes.empty()) {
+    tokenizer = std::make_unique<ByteBpeTokenizer>(model_bytes, "the recorded tokenizer model");
   } else if (info.name == kImportedTokenizer) {
     return nullptr;
   } else {

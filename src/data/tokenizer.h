@@ -1,4 +1,5 @@
-// Tokenizers turn text into ids and back: the byte-level one (the default) and SentencePiece models.
+// Tokenizers turn text into ids and back: the byte-level one (the default), byte-level BPE (GGUF and HF
+// vocabularies) and SentencePiece models.
 #pragma once
 
 #include <cstdint>
@@ -60,8 +61,10 @@ class ByteTokenizer : public Tokenizer {
   TokenizerInfo info_;
 };
 
-// "bytes", or the path of a SentencePiece model file (`causal data tokenizer train` writes one). Anything
-// else throws DataError listing the choices.
+// "bytes", or the path of: a GGUF file (its byte-level BPE vocabulary; tensors are not read), an HF
+// tokenizer.json (a file of that name, or a .json whose top level has "model"), a canonical byte-level BPE
+// model file, or a SentencePiece model file (`causal data tokenizer train` writes one). Anything else
+// throws DataError listing the choices.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name);
 
 // The tokenizer a token file or run recorded, rebuilt from its identity and model bytes; nullptr when no

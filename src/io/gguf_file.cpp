@@ -461,3 +461,42 @@ GgufFile read_gguf(const std::string& path) {
 }
 
 }  // namespace causal
+
+namespace causal {
+
+GgufFile read_gguf_metadata(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw DataError("[gguf] cannot open " + path + ": expected a GGUF file");
+  const auto file_size = static_cast<uint64_t>(in.tellg());
+  // The header's size is known only by reading it: read a prefix, and a larger one while the header runs
+  // past it.
+  for (uint64_t want = uint64_t{1} << 20;; want *= 4) {
+    const uint64_t size = want < file_size ? want : file_size;
+    std::string bytes(size, '\0');
+    in.seekg(0);
+    in.read(bytes.data(), static_cast<std::streamsize>(size));
+    if (static_cast<uint64_t>(in.gcount()) != size) throw DataError("[gguf] cannot read " + path);
+    try {
+      Reader r(bytes, path);
+      if (bytes.size() < 24 || r.raw<uint32_t>() != kGgufMagic)
+        r.fail("not a GGUF file (magic is not \"GGUF\")");
+      const uint32_t version = r.raw<uint32_t>();
+      if (version != kVersion) r.fail("GGUF version " + std::to_string(version) + ", expected 3");
+      r.raw<uint64_t>();  // tensor count
+      const uint64_t n_kv = r.raw<uint64_t>();
+      if (n_kv > file_size) r.fail("implausible key count");
+      GgufFile file;
+      std::set<std::string> keys;
+      for (uint64_t i = 0; i < n_kv; ++i) {
+        std::string key = r.string();
+        if (!keys.insert(key).second) r.fail("duplicate key " + key);
+        file.metadata.emplace_back(std::move(key), r.value());
+      }
+      return file;
+    } catch (const DataError&) {
+      if (size == file_size) throw;  // the whole file was read: the error is the file's
+    }
+  }
+}
+
+}  // namespace causal

@@ -120,3 +120,11 @@ void write_gguf(const std::string& path, const GgufFile& file);
 GgufFile read_gguf(const std::string& path);
 
 }  // namespace causal
+
+namespace causal {
+
+// The metadata alone (tensors empty), reading only as much of the file as the header takes: a tokenizer
+// needs the vocabulary, not the (possibly quantized) weights. Throws DataError as read_gguf does.
+GgufFile read_gguf_metadata(const std::string& path);
+
+}  // namespace causal
