@@ -184,6 +184,14 @@ ByteBpeTokenizer::ByteBpeTokenizer(std::string model_bytes, const std::string& w
 
 ByteBpeTokenizer::~ByteBpeTokenizer() = default;
 
+std::optional<int64_t> ByteBpeTokenizer::special_token_id(std::string_view text) const {
+  const std::optional<int64_t> id = token_id(text);
+  if (!id) return std::nullopt;
+  const int32_t type = model_.token_types[static_cast<size_t>(*id)];
+  if (type != kTokenControl && type != kTokenUserDefined) return std::nullopt;
+  return id;
+}
+
 std::optional<int64_t> ByteBpeTokenizer::token_id(std::string_view text) const {
   auto it = vocab_.find(std::string(text));
   if (it == vocab_.end()) return std::nullopt;

@@ -44,6 +44,10 @@ class ByteBpeTokenizer : public Tokenizer {
   const ByteBpeModel& model() const { return model_; }
   // The id of the token whose stored text is `text` (e.g. "<|im_end|>"), if any.
   std::optional<int64_t> token_id(std::string_view text) const;
+  const std::string& chat_template() const override { return model_.chat_template; }
+  bool adds_bos() const override { return model_.add_bos; }
+  // An added token (control or user-defined) written as `text`.
+  std::optional<int64_t> special_token_id(std::string_view text) const override;
 
  private:
   struct MergeTable;
