@@ -131,9 +131,10 @@ void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested
                      const nlohmann::json& identity, spdlog::logger* log) {
   // An import without data takes any data its tokenizer encoded: only the tokenizer is compared.
   const bool awaiting = awaits_data(from.state);
-  std::vector<std::string> errors = config_differences(
-      from.config, requested_config,
-      awaiting ? std::vector<std::string>{"model", "seed"} : std::vector<std::string>{"model", "data", "seed"});
+  std::vector<std::string> errors =
+      config_differences(from.config, requested_config,
+                         awaiting ? std::vector<std::string>{"model", "seed"}
+                                  : std::vector<std::string>{"model", "data", "seed"});
   nlohmann::json now = identity;
   if (awaiting && now.is_object()) {
     nlohmann::json tokenizer_only;

@@ -71,9 +71,10 @@ Command add_export_command(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"gguf", "hf"}));
   command->add_option("--out", flags->out, "GGUF file, or the HF folder to create")->required();
-  command->add_option("--dtype", flags->dtype,
-                      "Weight precision: f32, f16, bf16, or q8_0 (GGUF only: 2-D weights in llama.cpp's 8-bit "
-                      "blocks, as small as most downloaded models)")
+  command
+      ->add_option("--dtype", flags->dtype,
+                   "Weight precision: f32, f16, bf16, or q8_0 (GGUF only: 2-D weights in llama.cpp's 8-bit "
+                   "blocks, as small as most downloaded models)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   return {command, [flags] { return run_export(*flags); }};

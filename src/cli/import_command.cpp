@@ -30,7 +30,8 @@ int run_import(const ImportFlags& flags) {
             << ")";
   if (model.tokenizer) std::cout << ", tokenizer " << model.tokenizer->info.describe();
   std::cout << "\ncontinue with: causal train --run-dir " << flags.request.out << " --resume auto"
-            << (named ? "" : " --set data.train=TRAIN.tok --set data.val=VAL.tok") << " --set train.steps=N\n";
+            << (named ? "" : " --set data.train=TRAIN.tok --set data.val=VAL.tok")
+            << " --set train.steps=N\n";
   return kExitOk;
 }
 
@@ -53,8 +54,9 @@ Command add_import_command(CLI::App& app) {
       "--config", flags->request.config,
       "Base config for everything but the model (data, train, seed, name); default: text data");
   command->add_option("--set", flags->request.overrides, kSetHelp);
-  command->add_option("--dtype", flags->request.dtype,
-                      "Precision of the imported weights: f32 (exact), or bf16/f16 (rounded to it)")
+  command
+      ->add_option("--dtype", flags->request.dtype,
+                   "Precision of the imported weights: f32 (exact), or bf16/f16 (rounded to it)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   return {command, [flags] { return run_import(*flags); }};

@@ -85,8 +85,8 @@ Vocab byte_bpe_vocab(const ByteBpeModel& model) {
   vocab.eos_id = model.eos_id;
   vocab.pad_id = model.pad_id;
   vocab.unk_id = model.unk_id;
-  vocab.pre_tokenizer = model.pre_tokenizer == "custom" ? pre_tokenizer_name(model.pre_regexes)
-                                                        : model.pre_tokenizer;
+  vocab.pre_tokenizer =
+      model.pre_tokenizer == "custom" ? pre_tokenizer_name(model.pre_regexes) : model.pre_tokenizer;
   vocab.add_bos = model.add_bos;
   vocab.chat_template = model.chat_template;
   return vocab;
@@ -207,7 +207,8 @@ Vocab vocab_of(const TokenizerInfo& info, const std::string& model_bytes) {
     throw DataError("[tokenizer] " + info.describe() +
                     ": no tokenizer model to export (ids from another trainer); only bytes, SentencePiece "
                     "and byte-level BPE tokenizers can be written");
-  if (info.name == kByteBpeTokenizer) return byte_bpe_vocab(parse_byte_bpe_model(model_bytes, "the run's tokenizer"));
+  if (info.name == kByteBpeTokenizer)
+    return byte_bpe_vocab(parse_byte_bpe_model(model_bytes, "the run's tokenizer"));
   Vocab vocab = parse_sentencepiece(model_bytes);
   if (static_cast<int64_t>(vocab.pieces.size()) != info.vocab_size)
     throw DataError("[tokenizer] the SentencePiece model has " + std::to_string(vocab.pieces.size()) +

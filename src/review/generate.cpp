@@ -130,11 +130,15 @@ ChatFormat chat_format(const GenerateRequest& request, const Tokenizer& tokenize
   std::string names;
   for (const std::string& name : chat_family_names()) names += (names.empty() ? "" : ", ") + name;
   if (tokenizer.chat_template().empty())
-    throw UsageError("generate: the run's tokenizer has no chat template; choose one with --chat-template "
-                     "NAME (" + names + ")");
+    throw UsageError(
+        "generate: the run's tokenizer has no chat template; choose one with --chat-template "
+        "NAME (" +
+        names + ")");
   if (std::optional<ChatFormat> format = detect_chat_format(tokenizer.chat_template())) return *format;
-  throw UsageError("generate: the run's chat template is not one causal recognises; choose the family it "
-                   "follows with --chat-template NAME (" + names + ")");
+  throw UsageError(
+      "generate: the run's chat template is not one causal recognises; choose the family it "
+      "follows with --chat-template NAME (" +
+      names + ")");
 }
 
 // The text the prompt encodes: --prompt, or the chat rendered up to the assistant's turn.
@@ -162,7 +166,8 @@ std::vector<int64_t> prompt_ids(const GenerateRequest& request, const RunTokeniz
   std::vector<int64_t> ids;
   if (run.tokenizer == nullptr || run.tokenizer->adds_bos()) ids.push_back(info.bos_id);
   if (run.tokenizer != nullptr) {
-    for (int64_t id : run.tokenizer->encode(prompt_text(request, run.tokenizer.get(), family))) ids.push_back(id);
+    for (int64_t id : run.tokenizer->encode(prompt_text(request, run.tokenizer.get(), family)))
+      ids.push_back(id);
   }
   for (int64_t id : request.prompt_ids) {
     if (id < 0 || id >= info.vocab_size) {

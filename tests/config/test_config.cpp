@@ -554,7 +554,8 @@ CATCH_TEST_CASE("config: tie_embeddings needs exactly one input field with the o
   CATCH_CHECK_THAT(what(two), Contains("found 2"));
 }
 
-CATCH_TEST_CASE("config: text data may leave its files unnamed, and needs one token field", "[unit][config]") {
+CATCH_TEST_CASE("config: text data may leave its files unnamed, and needs one token field",
+                "[unit][config]") {
   const std::string model = R"("model": {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259})";
   // A run imported without data has no files yet: the config parses, and the text task asks for them.
   CATCH_CHECK_NOTHROW(causal::parse_config_text("{" + model + R"(, "data": {"kind": "text"}})", "cfg.json"));

@@ -158,7 +158,8 @@ CATCH_TEST_CASE("import: a GGUF imported without data serves eval, generate, exp
       "--set data.train=data/brown-sample.train.tok --set data.val=data/brown-sample.val.tok ";
   train(root / "trained", kLlama + "--set model.n_kv_heads=2 " + bytes);
   const fs::path file = root / "trained.gguf";
-  Result r = run_causal("export --run " + (root / "trained").string() + " --format gguf --out " + file.string());
+  Result r =
+      run_causal("export --run " + (root / "trained").string() + " --format gguf --out " + file.string());
   CATCH_REQUIRE(r.code == 0);
   const fs::path run = root / "imported";
   r = run_causal("import --format gguf --input " + file.string() + " --out " + run.string());

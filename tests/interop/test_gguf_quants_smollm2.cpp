@@ -31,7 +31,7 @@ int reference_hashes(const std::string& gguf, const std::filesystem::path& out) 
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string slurp(const std::filesystem::path& p) {
+std::string file_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
@@ -50,7 +50,7 @@ CATCH_TEST_CASE("interop: SmolLM2's quantized GGUF dequantizes to gguf-py's floa
   ScratchDir dir("gguf_quants_smollm2");
   const std::filesystem::path hashes = dir.path / "gguf-py.txt";
   if (reference_hashes(path, hashes) != 0) {
-    std::string why = slurp(hashes.string() + ".err");
+    std::string why = file_text(hashes.string() + ".err");
     while (!why.empty() && why.back() == '\n') why.pop_back();
     CAUSAL_SKIP_TEST("gguf-py did not run (" << why.substr(why.size() > 400 ? why.size() - 400 : 0)
                                              << "); install it with: bash -c 'source tools/setup.sh && "
@@ -58,7 +58,7 @@ CATCH_TEST_CASE("interop: SmolLM2's quantized GGUF dequantizes to gguf-py's floa
   }
   std::map<std::string, std::string> expected;
   {
-    std::istringstream lines(slurp(hashes));
+    std::istringstream lines(file_text(hashes));
     std::string name, hex;
     while (lines >> name >> hex) expected[name] = hex;
   }

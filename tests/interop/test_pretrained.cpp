@@ -21,9 +21,11 @@
 using namespace causal;
 using namespace causal::testing;
 
-namespace {
+// A named namespace, test case included: the unity build puts this file beside test_consumers.cpp, whose
+// helpers have the same names.
+namespace pretrained_test {
 
-constexpr double kLogprobTolerance = 1e-4;   // per token, f32 weights and f32 KV cache on both sides
+constexpr double kLogprobTolerance = 1e-4;       // per token, f32 weights and f32 KV cache on both sides
 constexpr double kQuantizedNllTolerance = 0.05;  // llama.cpp on Q4_1 quantizes activations in its products
 
 // Held-out English (written for this test, in no training set of causal's), one document each.
@@ -38,17 +40,17 @@ const std::vector<std::string> kHeldOut = {
 struct ChatPrompt {
   std::string system, user;
 };
-const std::vector<ChatPrompt> kChats = {
-    {"", "What is the capital of France?"},
-    {"", "Write a short poem about the sea."},
-    {"", "Give me three tips for learning to cook."},
-    {"You are a concise assistant.", "Explain what a thermometer does."},
-    {"", "How many legs does a spider have?"}};
+const std::vector<ChatPrompt> kChats = {{"", "What is the capital of France?"},
+                                        {"", "Write a short poem about the sea."},
+                                        {"", "Give me three tips for learning to cook."},
+                                        {"You are a concise assistant.", "Explain what a thermometer does."},
+                                        {"", "How many legs does a spider have?"}};
 constexpr int kChatTokens = 48;
 
 int python(const std::string& args, const fs::path& log) {
   const std::string cmd = std::string("cd ") + CAUSAL_SOURCE_DIR +
-                          "/tests/interop && ./python.sh pretrained.py " + args + " >" + log.string() + " 2>&1";
+                          "/tests/interop && ./python.sh pretrained.py " + args + " >" + log.string() +
+                          " 2>&1";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -85,9 +87,9 @@ nlohmann::json causal_docs(const fs::path& run, const fs::path& held) {
 nlohmann::json llama_scores(const fs::path& root, const fs::path& docs_file, const fs::path& gguf,
                             const std::string& name) {
   const fs::path out = root / (name + ".json");
-  CATCH_REQUIRE(python("score --docs " + docs_file.string() + " --gguf " + gguf.string() + " --out " +
-                           out.string(),
-                       root / (name + ".log")) == 0);
+  CATCH_REQUIRE(
+      python("score --docs " + docs_file.string() + " --gguf " + gguf.string() + " --out " + out.string(),
+             root / (name + ".log")) == 0);
   const nlohmann::json result = read_json(out);
   std::cout << "pretrained " << name << ": " << result.dump() << "\n";
   return result;
@@ -107,18 +109,18 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace
-
 CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through causal and back to llama.cpp",
                 "[.][interop-pretrained]") {
   const char* env = std::getenv("CAUSAL_SMOLLM2_GGUF");
   if (env == nullptr || !fs::exists(env))
-    CAUSAL_SKIP_TEST("CAUSAL_SMOLLM2_GGUF does not name the model file; fetch it with: bash -c 'source "
-                     "tools/setup.sh && ensure_interop_python'");
+    CAUSAL_SKIP_TEST(
+        "CAUSAL_SMOLLM2_GGUF does not name the model file; fetch it with: bash -c 'source "
+        "tools/setup.sh && ensure_interop_python'");
   const fs::path original = env;
   const fs::path root = scratch("interop_pretrained");
   fs::create_directories(root);
-  if (python("probe", root / "probe.log") != 0) CAUSAL_SKIP_TEST("llama-cpp-python is missing: " << slurp(root / "probe.log"));
+  if (python("probe", root / "probe.log") != 0)
+    CAUSAL_SKIP_TEST("llama-cpp-python is missing: " << slurp(root / "probe.log"));
   std::cout << std::setprecision(8);
 
   // Import without data: the file's tokenizer becomes the run's.
@@ -176,8 +178,8 @@ CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through 
   std::string inputs;
   for (const auto& entry : fs::directory_iterator(fs::path(CAUSAL_SOURCE_DIR) / "data/brown-sample"))
     inputs += " " + entry.path().string();
-  causal_ok("data encode --input" + inputs + " --tokenizer " + original.string() + " --out " + train.string() +
-            " --val-out " + val.string() + " --val-fraction 0.1 --doc-separator '\\n\\n'");
+  causal_ok("data encode --input" + inputs + " --tokenizer " + original.string() + " --out " +
+            train.string() + " --val-out " + val.string() + " --val-fraction 0.1 --doc-separator '\\n\\n'");
   const double before = eval_loss(run, val);
   start = std::chrono::steady_clock::now();
   causal_ok("train --run-dir " + run.string() + " --resume auto --set data.train=" + train.string() +
@@ -205,3 +207,5 @@ CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through 
               0.01);
   fs::remove_all(root);
 }
+
+}  // namespace pretrained_test
