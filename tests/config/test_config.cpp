@@ -456,7 +456,7 @@ CATCH_TEST_CASE("config: range boundaries that are allowed are accepted", "[unit
 
 // Invariant: a model has one spelling: model.qkv_bias is for a model without other biases (Qwen2's layout),
 // and a model with model.bias has q/k/v biases already.
-CATCH_TEST_CASE("config: qkv_bias needs bias false; gelu_tanh resolves as gelu", "[unit][config]") {
+CATCH_TEST_CASE("config: qkv_bias needs bias false, and gelu_tanh resolves as gelu", "[unit][config]") {
   const ConfigError e = override_error({"model.qkv_bias=true"});
   CATCH_CHECK(e.path() == "model.qkv_bias");
   CATCH_CHECK_THAT(what(e), Contains("needs model.bias false"));
