@@ -34,10 +34,10 @@ Command add_import_command(CLI::App& app) {
   auto flags = std::make_shared<ImportFlags>();
   CLI::App* command = app.add_subcommand(
       "import",
-      "Build a run folder from a GGUF file (F32/F16/BF16, llama or gpt2) or an HF folder (LlamaForCausalLM "
-      "or "
-      "GPT2LMHeadModel): config.json, the tokenizer and a step-0 checkpoint that train --resume, eval and "
-      "generate use (docs/export.md). The text data must be named (--set data.train=... data.val=...)");
+      "Build a run folder from a GGUF file (F32/F16/BF16, llama, qwen2 or gpt2) or an HF folder "
+      "(LlamaForCausalLM, Qwen2ForCausalLM or GPT2LMHeadModel): config.json, the tokenizer and a step-0 "
+      "checkpoint that train --resume, eval and generate use (docs/export.md). The text data must be named "
+      "(--set data.train=... data.val=...)");
   command->add_option("--format", flags->format, "gguf or hf")
       ->required()
       ->check(CLI::IsMember({"gguf", "hf"}));
