@@ -98,12 +98,14 @@ ParameterCounts parameter_counts(const ModelConfig& model) {
 
   // q (D -> Hq*dk), k and v (D -> Hkv*dk), o (Hq*dk -> D).
   const int64_t attention_weights = linear(d, hq * dk) + 2 * linear(d, hkv * dk) + linear(hq * dk, d);
-  const int64_t attention_biases = bias * (hq * dk + 2 * hkv * dk + d);
+  const int64_t qkv_bias = m.bias || m.qkv_bias ? 1 : 0;
+  const int64_t attention_biases = qkv_bias * (hq * dk + 2 * hkv * dk) + bias * d;
   const int64_t qk_norms = m.qk_norm ? 2 * dk : 0;  // RMSNorm weights over dk, shared by all heads
   p.attention_per_block = attention_weights + attention_biases + qk_norms;
   p.norms_per_block = 2 * norm_parameters(m);
 
-  // gelu: fc_in (D -> h), fc_out (h -> D); swiglu: gate_proj and up_proj (D -> h), down_proj (h -> D).
+  // gelu, gelu_tanh, relu: fc_in (D -> h), fc_out (h -> D); swiglu: gate_proj and up_proj (D -> h),
+  // down_proj (h -> D).
   const bool swiglu = m.ffn == FfnKind::kSwiglu;
   const int64_t ffn_weights = (swiglu ? 2 : 1) * linear(d, h) + linear(h, d);
   const int64_t ffn_biases = bias * ((swiglu ? 2 : 1) * h + d);
@@ -221,7 +223,10 @@ std::string format_inspect(const InspectReport& r) {
   out << "model: d_model " << m.d_model << ", n_layers " << m.n_layers << ", n_heads " << m.n_heads
       << ", n_kv_heads " << m.n_kv_heads << ", head dim " << m.head_dim() << ", ffn " << to_string(m.ffn)
       << " hidden " << m.ffn_hidden << ", " << to_string(m.norm) << ", position " << to_string(m.position)
-      << ", max_seq_len " << m.max_seq_len << (m.bias ? ", biases" : ", no biases")
+      << ", max_seq_len " << m.max_seq_len
+      << (m.bias       ? ", biases"
+          : m.qkv_bias ? ", q/k/v biases"
+                       : ", no biases")
       << (m.qk_norm ? ", qk_norm" : "") << (m.tie_embeddings ? ", tied head" : "") << "\n\n";
 
   out << pad_right("parameters", kLabel) << pad_left("count", kNumber) << "\n";

@@ -41,10 +41,11 @@ Command add_import_command(CLI::App& app) {
   auto flags = std::make_shared<ImportFlags>();
   CLI::App* command = app.add_subcommand(
       "import",
-      "Build a run folder from a GGUF file (F32/F16/BF16 or quantized, dequantized to float32) or an HF "
-      "folder: config.json, the tokenizer and a step-0 checkpoint that eval, generate, export and train "
-      "--resume use (docs/export.md). Text data may be named now (--set data.train=... --set data.val=...) "
-      "or when training; a file whose tokenizer causal cannot rebuild needs it now");
+      "Build a run folder from a GGUF file (llama, qwen2 or gpt2; F32/F16/BF16 or quantized, dequantized to "
+      "float32) or an HF folder (LlamaForCausalLM, Qwen2ForCausalLM or GPT2LMHeadModel): config.json, the "
+      "tokenizer and a step-0 checkpoint that eval, generate, export and train --resume use "
+      "(docs/export.md). Text data may be named now (--set data.train=... --set data.val=...) or when "
+      "training; a file whose tokenizer causal cannot rebuild needs it now");
   command->add_option("--format", flags->format, "gguf or hf")
       ->required()
       ->check(CLI::IsMember({"gguf", "hf"}));

@@ -7,7 +7,7 @@
 
 namespace causal {
 
-enum class FfnKind { kGelu, kSwiglu, kRelu };
+enum class FfnKind { kGelu, kGeluTanh, kSwiglu, kRelu };
 enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionKind { kNone, kLearned, kRope };
 enum class RopePairing { kInterleaved, kHalves };
@@ -36,7 +36,8 @@ const EnumTable<E>& enum_table();
     return table;                                 \
   }
 
-CAUSAL_ENUM_TABLE(FfnKind, {FfnKind::kGelu, "gelu"}, {FfnKind::kSwiglu, "swiglu"}, {FfnKind::kRelu, "relu"})
+CAUSAL_ENUM_TABLE(FfnKind, {FfnKind::kGelu, "gelu"}, {FfnKind::kGeluTanh, "gelu_tanh"},
+                  {FfnKind::kSwiglu, "swiglu"}, {FfnKind::kRelu, "relu"})
 CAUSAL_ENUM_TABLE(NormKind, {NormKind::kLayerNorm, "layernorm"}, {NormKind::kRmsNorm, "rmsnorm"})
 CAUSAL_ENUM_TABLE(PositionKind, {PositionKind::kNone, "none"}, {PositionKind::kLearned, "learned"},
                   {PositionKind::kRope, "rope"})

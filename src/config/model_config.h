@@ -51,8 +51,8 @@ struct ModelConfig {
   int64_t n_layers = 2;                             // transformer blocks
   int64_t n_heads = 4;                              // query heads; head dim dk = d_model / n_heads
   int64_t n_kv_heads = 0;                           // key/value heads (GQA when < n_heads); 0 = n_heads
-  FfnKind ffn = FfnKind::kGelu;                     // "gelu" | "swiglu" | "relu"
-  int64_t ffn_hidden = 0;                           // 0 = 4d (gelu) or 2/3*4d rounded up (swiglu)
+  FfnKind ffn = FfnKind::kGelu;                     // "gelu" (erf) | "gelu_tanh" | "swiglu" | "relu"
+  int64_t ffn_hidden = 0;                           // 0 = 4d (gelu, relu) or 2/3*4d rounded up (swiglu)
   int64_t ffn_multiple_of = 8;                      // swiglu's default hidden width is rounded up to this
   NormKind norm = NormKind::kLayerNorm;             // "layernorm" | "rmsnorm"; always pre-norm + final norm
   double norm_eps = 1e-5;                           // added to the variance inside the norm
@@ -64,6 +64,7 @@ struct ModelConfig {
   AutocastKind autocast = AutocastKind::kOff;  // "bf16": matrix products in bfloat16, parameters stay fp32
   bool qk_norm = false;                        // RMS-normalise q and k per head before scoring
   bool bias = true;                            // biases in linear layers and LayerNorm
+  bool qkv_bias = false;                       // biases on q/k/v_proj only (Qwen2); needs bias false
   bool tie_embeddings = false;                 // head reuses the (single) input embedding
   double dropout = 0.0;                        // on attention weights and residual branches (train only)
   double init_std = 0.02;                      // normal(0, init_std); residual outputs / sqrt(2*n_layers)
@@ -89,6 +90,7 @@ struct ModelConfig {
     v.field("autocast", autocast);
     v.field("qk_norm", qk_norm);
     v.field("bias", bias);
+    v.field("qkv_bias", qkv_bias);
     v.field("tie_embeddings", tie_embeddings);
     v.field("dropout", dropout);
     v.field("init_std", init_std);

@@ -141,6 +141,12 @@ void validate_model(const ModelConfig& m, const Checker& check) {
     check.fail("model.rope.scaling",
                "\"ntk\" needs a head dim > 2 (it scales the base by factor^(dk/(dk-2))), got 2");
   }
+  // One spelling per model: with model.bias every linear layer has its bias already.
+  if (m.qkv_bias && m.bias) {
+    check.fail("model.qkv_bias",
+               "true needs model.bias false (model.bias true gives q/k/v_proj their biases already); hint: "
+               "qkv_bias false, or bias false for biases on q, k and v only");
+  }
   check.in_range("model.dropout", m.dropout, 0.0, true, 1.0, false);
   check.positive("model.init_std", m.init_std);
   check.at_least("model.attention_block", m.attention_block, 1);

@@ -58,8 +58,9 @@ TargetArchitecture check_exportable(const ModelConfig& m, const std::string& for
   if (m.output_vocab != m.inputs[0].vocab)
     refuse("model.output_vocab", std::to_string(m.output_vocab),
            "an output vocab equal to model.inputs[0].vocab (" + std::to_string(m.inputs[0].vocab) + ")");
-  if (m.qk_norm) refuse("model.qk_norm", "true", "false (no q/k normalisation in llama or gpt2)");
-  if (m.ffn == FfnKind::kRelu) refuse("model.ffn", "\"relu\"", "\"swiglu\" (llama) or \"gelu\" (gpt2)");
+  if (m.qk_norm) refuse("model.qk_norm", "true", "false (no q/k normalisation in llama, qwen2 or gpt2)");
+  if (m.ffn == FfnKind::kRelu)
+    refuse("model.ffn", "\"relu\"", "\"swiglu\" (llama, qwen2), \"gelu\" or \"gelu_tanh\" (gpt2)");
   const bool llama = m.norm == NormKind::kRmsNorm;
   if (llama) {
     if (m.position != PositionKind::kRope)
@@ -67,17 +68,21 @@ TargetArchitecture check_exportable(const ModelConfig& m, const std::string& for
              "\"rope\" with model.norm \"rmsnorm\" (llama)");
     if (m.ffn != FfnKind::kSwiglu)
       refuse("model.ffn", "\"" + to_string(m.ffn) + "\"", "\"swiglu\" with model.norm \"rmsnorm\" (llama)");
-    if (m.bias) refuse("model.bias", "true", "false with model.norm \"rmsnorm\" (llama has no biases)");
+    if (m.bias)
+      refuse("model.bias", "true",
+             "false with model.norm \"rmsnorm\" (llama has no biases; qwen2 has them on q, k and v only: "
+             "model.qkv_bias)");
     if (m.rope.scaling != RopeScaling::kNone && m.rope.scaling != RopeScaling::kLinear)
       refuse("model.rope.scaling", "\"" + to_string(m.rope.scaling) + "\"",
              "\"none\" or \"linear\" (no exact mapping of causal's " + to_string(m.rope.scaling) + ")");
-    return TargetArchitecture::kLlama;
+    return m.qkv_bias ? TargetArchitecture::kQwen2 : TargetArchitecture::kLlama;
   }
   if (m.position != PositionKind::kLearned)
     refuse("model.position", "\"" + to_string(m.position) + "\"",
            "\"learned\" with model.norm \"layernorm\" (gpt2), or \"rope\" with \"rmsnorm\" (llama)");
-  if (m.ffn != FfnKind::kGelu)
-    refuse("model.ffn", "\"" + to_string(m.ffn) + "\"", "\"gelu\" with model.norm \"layernorm\" (gpt2)");
+  if (m.ffn != FfnKind::kGelu && m.ffn != FfnKind::kGeluTanh)
+    refuse("model.ffn", "\"" + to_string(m.ffn) + "\"",
+           "\"gelu\" or \"gelu_tanh\" with model.norm \"layernorm\" (gpt2)");
   if (m.n_kv_heads != m.n_heads)
     refuse("model.n_kv_heads", std::to_string(m.n_kv_heads),
            "model.n_heads (" + std::to_string(m.n_heads) + "): gpt2 has no grouped-query attention");

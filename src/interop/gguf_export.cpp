@@ -1,4 +1,4 @@
-// GGUF writing: llama.cpp's key and tensor names (gguf-py's constants) for the llama and gpt2 graphs.
+// GGUF writing: llama.cpp's key and tensor names (gguf-py's constants) for the llama, qwen2 and gpt2 graphs.
 #include "interop/gguf_export.h"
 
 #include <ATen/ATen.h>
@@ -97,14 +97,20 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
                  "pieces by score, which can split some text differently from SentencePiece's unigram "
                  "search; the weights are exact, tokenization may differ\n";
 
-  if (arch == TargetArchitecture::kGpt2)
+  if (arch == TargetArchitecture::kGpt2 && m.ffn == FfnKind::kGelu)
     std::cerr
         << "warning: [export] llama.cpp's gpt2 graph computes GELU through a float16 table of the tanh "
            "approximation, not causal's exact GELU: its log-probabilities differ from causal's by up to "
            "~1e-3 on trained models (docs/export.md); the HF export is exact\n";
+  if (arch == TargetArchitecture::kGpt2 && m.ffn == FfnKind::kGeluTanh)
+    std::cerr << "warning: [export] llama.cpp's gpt2 graph computes the tanh GELU through a float16 table: "
+                 "its log-probabilities differ from causal's by rounding (docs/export.md); the HF export is "
+                 "exact\n";
   GgufFile file;
   auto& md = file.metadata;
-  const std::string a = arch == TargetArchitecture::kLlama ? "llama" : "gpt2";
+  const std::string a = arch == TargetArchitecture::kLlama   ? "llama"
+                        : arch == TargetArchitecture::kQwen2 ? "qwen2"
+                                                             : "gpt2";
   const uint32_t head_dim = static_cast<uint32_t>(m.head_dim());
   md.emplace_back("general.architecture", GgufValue::string(a));
   md.emplace_back("general.name", GgufValue::string(model.config.value("name", std::string("causal"))));
@@ -118,7 +124,7 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
   md.emplace_back(a + ".attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(m.n_kv_heads)));
   md.emplace_back(a + ".attention.key_length", GgufValue::u32(head_dim));
   md.emplace_back(a + ".attention.value_length", GgufValue::u32(head_dim));
-  if (arch == TargetArchitecture::kLlama) {
+  if (arch != TargetArchitecture::kGpt2) {
     md.emplace_back(a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(m.norm_eps)));
     md.emplace_back(a + ".rope.dimension_count", GgufValue::u32(head_dim));
     md.emplace_back(a + ".rope.freq_base", GgufValue::f32(static_cast<float>(m.rope.theta)));
@@ -137,11 +143,13 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
   md.emplace_back("causal.config", GgufValue::string(model.config.dump()));
 
   // 1-D tensors (norms, biases) stay F32 whatever --dtype says: llama.cpp applies them in F32.
+  std::vector<MappedTensor> map = tensor_map(InteropFormat::kGguf, arch, m);
   const char* skip = std::getenv(kSkipQkPermutationEnv);
-  const RopePairing pairing =
-      skip && std::string(skip) == "1" ? m.rope.pairing : file_rope_pairing(InteropFormat::kGguf);
+  if (skip && std::string(skip) == "1") {
+    for (MappedTensor& row : map) row.rotary_heads = 0;  // the test's wrong layout: q/k rows as causal's
+  }
   for (const auto& [name, t] :
-       file_tensors(tensor_map(InteropFormat::kGguf, arch, m), m, pairing, model.tensors, source)) {
+       file_tensors(map, m, file_rope_pairing(InteropFormat::kGguf), model.tensors, source)) {
     const GgufTensorType type = gguf_storage_type(t, dtype);
     file.tensors.push_back({name, t.sizes().vec(), type, tensor_bytes(t, type)});
   }

@@ -46,10 +46,13 @@ class Keys {
 ImportedConfig gguf_model_config(const GgufFile& file, const std::string& path) {
   const Keys keys(file, path);
   const std::string arch = keys.text("general.architecture");
-  if (arch != "llama" && arch != "gpt2")
+  if (arch != "llama" && arch != "qwen2" && arch != "gpt2")
     throw ConfigError(path, "general.architecture",
-                      "\"" + arch + "\": causal imports only \"llama\" and \"gpt2\" models");
-  const bool llama = arch == "llama";
+                      "\"" + arch + "\": causal imports only \"llama\", \"qwen2\" and \"gpt2\" models");
+  const bool llama = arch != "gpt2";  // qwen2 is llama's graph with q/k/v biases and the NEOX rope
+  const nlohmann::json provenance = keys.has("causal.config")
+                                        ? nlohmann::json::parse(keys.text("causal.config"), nullptr, false)
+                                        : nlohmann::json();
   ModelConfig m;
   m.d_model = keys.integer(arch + ".embedding_length");
   m.n_layers = keys.integer(arch + ".block_count");
@@ -76,30 +79,35 @@ ImportedConfig gguf_model_config(const GgufFile& file, const std::string& path) 
     m.ffn = FfnKind::kSwiglu;
     m.position = PositionKind::kRope;
     m.bias = false;
-    m.norm_eps = keys.real("llama.attention.layer_norm_rms_epsilon");
-    m.rope.theta = keys.real("llama.rope.freq_base");
-    m.rope.pairing = RopePairing::kInterleaved;  // llama.cpp's llama rotates adjacent pairs
-    const std::string scaling =
-        keys.has("llama.rope.scaling.type") ? keys.text("llama.rope.scaling.type") : "none";
+    m.qkv_bias = arch == "qwen2";
+    m.norm_eps = keys.real(arch + ".attention.layer_norm_rms_epsilon");
+    m.rope.theta = keys.real(arch + ".rope.freq_base");
+    // llama.cpp's llama rotates adjacent pairs, its qwen2 (NEOX rope) the halves.
+    m.rope.pairing = arch == "qwen2" ? RopePairing::kHalves : RopePairing::kInterleaved;
+    const std::string scaling_key = arch + ".rope.scaling.type";
+    const std::string scaling = keys.has(scaling_key) ? keys.text(scaling_key) : "none";
     if (scaling == "linear") {
       m.rope.scaling = RopeScaling::kLinear;
-      m.rope.factor = keys.real("llama.rope.scaling.factor");
+      m.rope.factor = keys.real(arch + ".rope.scaling.factor");
     } else if (scaling != "none") {
-      throw ConfigError(path, "llama.rope.scaling.type",
-                        "\"" + scaling + "\": causal imports none and linear");
+      throw ConfigError(path, scaling_key, "\"" + scaling + "\": causal imports none and linear");
     }
   } else {
     m.norm = NormKind::kLayerNorm;
-    m.ffn = FfnKind::kGelu;
+    // llama.cpp's gpt2 graph runs the tanh GELU, and the file does not say which GELU it was trained with:
+    // a causal export of an exact-GELU model says so in its provenance.
+    const bool exact = provenance.is_object() && provenance.contains("model") &&
+                       provenance.at("model").is_object() &&
+                       provenance.at("model").value("ffn", nlohmann::json()) == "gelu";
+    m.ffn = exact ? FfnKind::kGelu : FfnKind::kGeluTanh;
     m.position = PositionKind::kLearned;
     m.bias = true;
     m.norm_eps = keys.real("gpt2.attention.layer_norm_epsilon");
   }
-  const nlohmann::json provenance = keys.has("causal.config")
-                                        ? nlohmann::json::parse(keys.text("causal.config"), nullptr, false)
-                                        : nlohmann::json();
-  ImportedConfig out =
-      imported_config(llama ? TargetArchitecture::kLlama : TargetArchitecture::kGpt2, m, provenance, path);
+  const TargetArchitecture target = arch == "llama"   ? TargetArchitecture::kLlama
+                                    : arch == "qwen2" ? TargetArchitecture::kQwen2
+                                                      : TargetArchitecture::kGpt2;
+  ImportedConfig out = imported_config(target, m, provenance, path);
   // Checked once the sizes are valid (n_heads > 0 and divides d_model).
   const std::string key_length = arch + ".attention.key_length";
   if (keys.has(key_length) && keys.integer(key_length) != m.head_dim())
@@ -107,11 +115,11 @@ ImportedConfig gguf_model_config(const GgufFile& file, const std::string& path) 
                       std::to_string(keys.integer(key_length)) +
                           ": causal's head dim is embedding_length / head_count (" +
                           std::to_string(m.head_dim()) + ")");
-  if (llama && keys.has("llama.rope.dimension_count") &&
-      keys.integer("llama.rope.dimension_count") != m.head_dim())
-    throw ConfigError(path, "llama.rope.dimension_count",
-                      std::to_string(keys.integer("llama.rope.dimension_count")) +
-                          ": causal rotates the whole head (" + std::to_string(m.head_dim()) + ")");
+  const std::string rope_dims = arch + ".rope.dimension_count";
+  if (llama && keys.has(rope_dims) && keys.integer(rope_dims) != m.head_dim())
+    throw ConfigError(path, rope_dims,
+                      std::to_string(keys.integer(rope_dims)) + ": causal rotates the whole head (" +
+                          std::to_string(m.head_dim()) + ")");
   return out;
 }
 

@@ -11,10 +11,11 @@
 
 namespace causal {
 
-// An unknown architecture, a missing or mistyped key, or hyperparameters causal cannot build exactly
-// (another head dim, partial RoPE, rope scaling other than linear) is a ConfigError naming `path` and the
-// key (exit 2). The causal config an export stored (causal.config) restores the original model section
-// when it agrees with the file.
+// llama, qwen2 (llama with q/k/v biases, rotating halves) or gpt2 (run by llama.cpp with the tanh GELU:
+// "gelu_tanh" unless the stored causal config says "gelu"). An unknown architecture, a missing or mistyped
+// key, or hyperparameters causal cannot build exactly (another head dim, partial RoPE, rope scaling other
+// than linear) is a ConfigError naming `path` and the key (exit 2). The causal config an export stored
+// (causal.config) restores the original model section when it agrees with the file.
 ImportedConfig gguf_model_config(const GgufFile& file, const std::string& path);
 
 // The tensor `row` names, of the row's shape; a ConfigError naming `path` and the tensor otherwise.

@@ -1,5 +1,6 @@
 // HF layout writing: config.json, the tokenizer files and the weights under transformers' names
-// (interop/tensor_map.h: Llama's rotate-halves q/k rows, GPT-2's transposed Conv1D weights and fused c_attn).
+// (interop/tensor_map.h: Llama's and Qwen2's rotate-halves q/k rows, GPT-2's transposed Conv1D weights and
+// fused c_attn).
 #include "interop/hf_export.h"
 
 #include <ATen/ATen.h>
@@ -64,6 +65,22 @@ nlohmann::json llama_config(const InteropModel& model, GgufTensorType dtype) {
   return c;
 }
 
+// Qwen2Config: llama's keys without attention_bias and mlp_bias (q, k and v always have biases, nothing
+// else does) and with its sliding window off on every layer.
+nlohmann::json qwen2_config(const InteropModel& model, GgufTensorType dtype) {
+  nlohmann::json c = llama_config(model, dtype);
+  c.erase("attention_bias");
+  c.erase("mlp_bias");
+  c.erase("head_dim");
+  c["architectures"] = {"Qwen2ForCausalLM"};
+  c["model_type"] = "qwen2";
+  c["use_sliding_window"] = false;
+  c["sliding_window"] = nullptr;
+  c["max_window_layers"] = model.model.n_layers;
+  c["layer_types"] = std::vector<std::string>(static_cast<size_t>(model.model.n_layers), "full_attention");
+  return c;
+}
+
 nlohmann::json gpt2_config(const InteropModel& model, GgufTensorType dtype) {
   const ModelConfig& m = model.model;
   nlohmann::json c = {
@@ -75,8 +92,9 @@ nlohmann::json gpt2_config(const InteropModel& model, GgufTensorType dtype) {
       {"n_layer", m.n_layers},
       {"n_head", m.n_heads},
       {"n_inner", m.ffn_hidden},
-      // causal's GELU is the exact (erf) one; transformers' "gelu" is too ("gelu_new" is not).
-      {"activation_function", "gelu"},
+      // transformers' "gelu" is the exact (erf) GELU; its "gelu_pytorch_tanh" the tanh one through the same
+      // ATen kernel as causal's "gelu_tanh" ("gelu_new", the same formula, runs as separate operations).
+      {"activation_function", m.ffn == FfnKind::kGeluTanh ? "gelu_pytorch_tanh" : "gelu"},
       {"layer_norm_epsilon", m.norm_eps},
       {"resid_pdrop", 0.0},
       {"embd_pdrop", 0.0},
@@ -201,8 +219,9 @@ void export_hf(const InteropModel& model, GgufTensorType dtype, const std::strin
   NamedTensors tensors = file_tensors(tensor_map(InteropFormat::kHf, arch, model.model), model.model,
                                       file_rope_pairing(InteropFormat::kHf), model.tensors, source);
   for (auto& [name, t] : tensors) t = t.to(scalar_type_of(dtype)).contiguous();
-  nlohmann::json config =
-      arch == TargetArchitecture::kLlama ? llama_config(model, dtype) : gpt2_config(model, dtype);
+  nlohmann::json config = arch == TargetArchitecture::kLlama   ? llama_config(model, dtype)
+                          : arch == TargetArchitecture::kQwen2 ? qwen2_config(model, dtype)
+                                                               : gpt2_config(model, dtype);
   config["causal_config"] = model.config;  // provenance: the run config, read back by `causal import`
 
   const fs::path tmp =

@@ -65,7 +65,7 @@ InteropModel import_hf(const std::string& dir_name) {
   // block.
   if (out.model.n_layers > static_cast<int64_t>(hf.size()))
     throw ConfigError(config_path.string(),
-                      imported.arch == TargetArchitecture::kLlama ? "num_hidden_layers" : "n_layer",
+                      imported.arch == TargetArchitecture::kGpt2 ? "n_layer" : "num_hidden_layers",
                       std::to_string(out.model.n_layers) + ": the weights hold only " +
                           std::to_string(hf.size()) + " tensors");
   out.tensors = causal_tensors(

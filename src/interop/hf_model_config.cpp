@@ -13,6 +13,7 @@ class Fields {
   Fields(const nlohmann::json& object, std::string path, std::string prefix = "")
       : json_(object), path_(std::move(path)), prefix_(std::move(prefix)) {}
   bool has(const std::string& key) const { return json_.contains(key) && !json_.at(key).is_null(); }
+  const std::string& path() const { return path_; }
   const nlohmann::json& at(const std::string& key) const {
     if (!has(key))
       throw ConfigError(path_, prefix_ + key, "missing: causal needs this key to rebuild the model");
@@ -56,7 +57,8 @@ class Fields {
   std::string path_, prefix_;  // prefix_: the object's own key, for errors about its fields
 };
 
-ModelConfig llama_model(const Fields& f, const nlohmann::json& config, const std::string& path) {
+// llama's layout; qwen2 adds biases on q, k and v (always: Qwen2Config has no switch for them).
+ModelConfig llama_model(const Fields& f, const nlohmann::json& config, const std::string& path, bool qwen2) {
   ModelConfig m;
   m.d_model = f.integer("hidden_size");
   m.n_layers = f.integer("num_hidden_layers");
@@ -72,10 +74,25 @@ ModelConfig llama_model(const Fields& f, const nlohmann::json& config, const std
   m.rope.theta = f.real_or("rope_theta", 10000.0);
   m.rope.pairing = RopePairing::kHalves;  // transformers' rotate_half
   m.bias = false;
+  m.qkv_bias = qwen2;
   m.tie_embeddings = f.boolean_or("tie_word_embeddings", false);
   f.expect("hidden_act", "silu", "silu", "causal's swiglu uses silu");
-  f.expect("attention_bias", false, false, "causal's llama-shaped models have no biases");
-  f.expect("mlp_bias", false, false, "causal's llama-shaped models have no biases");
+  if (qwen2) {
+    f.expect("use_sliding_window", false, false,
+             "causal attends over every earlier position; qwen2's sliding window is not imported");
+    if (f.has("layer_types")) {
+      const nlohmann::json& types = config.at("layer_types");
+      if (!types.is_array()) throw ConfigError(path, "layer_types", "expected an array");
+      for (const nlohmann::json& type : types)
+        if (type != "full_attention")
+          throw ConfigError(path, "layer_types",
+                            type.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                                ": causal imports only \"full_attention\" layers");
+    }
+  } else {
+    f.expect("attention_bias", false, false, "causal's llama-shaped models have no biases");
+    f.expect("mlp_bias", false, false, "causal's llama-shaped models have no biases");
+  }
   if (f.has("rope_scaling")) {
     const nlohmann::json& s = config.at("rope_scaling");
     if (!s.is_object()) throw ConfigError(path, "rope_scaling", "expected an object or null");
@@ -102,12 +119,22 @@ ModelConfig gpt2_model(const Fields& f) {
   m.output_vocab = f.integer("vocab_size");
   m.norm = NormKind::kLayerNorm;
   m.norm_eps = f.real("layer_norm_epsilon");
-  m.ffn = FfnKind::kGelu;
   m.position = PositionKind::kLearned;
   m.bias = true;
   m.tie_embeddings = f.boolean_or("tie_word_embeddings", true);
-  f.expect("activation_function", "gelu", "gelu_new",
-           "causal's GELU is the exact (erf) one, transformers' \"gelu\"; the tanh approximations differ");
+  // transformers' "gelu" is the exact (erf) GELU; "gelu_new" (GPT2Config's default) and "gelu_pytorch_tanh"
+  // are both the tanh approximation, causal's "gelu_tanh".
+  const std::string activation = f.text_or("activation_function", "gelu_new");
+  if (activation == "gelu") {
+    m.ffn = FfnKind::kGelu;
+  } else if (activation == "gelu_new" || activation == "gelu_pytorch_tanh") {
+    m.ffn = FfnKind::kGeluTanh;
+  } else {
+    throw ConfigError(
+        f.path(), "activation_function",
+        "\"" + activation +
+            "\": causal imports \"gelu\" (exact) and \"gelu_new\" or \"gelu_pytorch_tanh\" (tanh)");
+  }
   f.expect("scale_attn_weights", true, true, "causal scales scores by 1/sqrt(head dim)");
   f.expect("scale_attn_by_inverse_layer_idx", false, false, "causal does not scale scores by layer");
   return m;
@@ -119,18 +146,22 @@ ImportedConfig hf_model_config(const nlohmann::json& config, const std::string& 
   if (!config.is_object()) throw ConfigError(path, "", "not a JSON object");
   const Fields f(config, path);
   const std::string type = f.text_or("model_type", "");
-  if (type != "llama" && type != "gpt2")
+  if (type != "llama" && type != "qwen2" && type != "gpt2")
     throw ConfigError(
         path, "model_type",
-        "\"" + type + "\": causal imports only \"llama\" (LlamaForCausalLM) and \"gpt2\" (GPT2LMHeadModel)");
-  const bool llama = type == "llama";
-  ModelConfig m = llama ? llama_model(f, config, path) : gpt2_model(f);
+        "\"" + type +
+            "\": causal imports only \"llama\" (LlamaForCausalLM), \"qwen2\" (Qwen2ForCausalLM) "
+            "and \"gpt2\" (GPT2LMHeadModel)");
+  const bool llama = type != "gpt2";
+  ModelConfig m = llama ? llama_model(f, config, path, type == "qwen2") : gpt2_model(f);
   m.inputs = {InputField{"token", m.output_vocab}};
   if (!llama && m.ffn_hidden == 0 && m.d_model > 0 && m.d_model < (int64_t{1} << 59))
     m.ffn_hidden = 4 * m.d_model;
+  const TargetArchitecture arch = type == "llama"   ? TargetArchitecture::kLlama
+                                  : type == "qwen2" ? TargetArchitecture::kQwen2
+                                                    : TargetArchitecture::kGpt2;
   ImportedConfig out =
-      imported_config(llama ? TargetArchitecture::kLlama : TargetArchitecture::kGpt2, m,
-                      f.has("causal_config") ? config.at("causal_config") : nlohmann::json(), path);
+      imported_config(arch, m, f.has("causal_config") ? config.at("causal_config") : nlohmann::json(), path);
   // Checked once the sizes are valid (n_heads > 0 and divides hidden_size).
   if (llama && f.has("head_dim"))
     f.expect("head_dim", m.head_dim(), m.head_dim(), "causal's head dim is hidden_size / heads");

@@ -10,9 +10,10 @@
 
 namespace causal {
 
-// transformers' LlamaForCausalLM or GPT2LMHeadModel config. An unknown model_type, a missing or mistyped
-// key, or a setting causal cannot compute exactly (another activation, biases in llama, rope scaling
-// other than linear) is a ConfigError naming `path` and the key (exit 2). The causal config an export
+// transformers' LlamaForCausalLM, Qwen2ForCausalLM or GPT2LMHeadModel config. An unknown model_type, a
+// missing or mistyped key, or a setting causal cannot compute exactly (another activation, biases in llama,
+// qwen2's sliding window, rope scaling other than linear) is a ConfigError naming `path` and the key
+// (exit 2). The causal config an export
 // stored (causal_config) restores the original model section when it agrees with the file.
 ImportedConfig hf_model_config(const nlohmann::json& config, const std::string& path);
 

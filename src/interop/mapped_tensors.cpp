@@ -22,14 +22,15 @@ std::vector<std::pair<std::string, at::Tensor>> file_tensors(const std::vector<M
       at::Tensor t;
       if (it != params.end()) {
         t = it->second;
-      } else if (row.bias && !m.bias) {
+      } else if (row.absent) {
         t = at::zeros({row.file_shape[0] / row.parts});
       } else {
         throw CheckpointError("[export] " + source + ": no tensor " + row.causal);
       }
-      if (row.rotary_heads > 0 && m.rope.pairing != file_pairing)
-        t = file_pairing == RopePairing::kInterleaved ? halves_to_interleaved(t, row.rotary_heads)
-                                                      : interleaved_to_halves(t, row.rotary_heads);
+      const RopePairing pairing = row.file_pairing.value_or(file_pairing);
+      if (row.rotary_heads > 0 && m.rope.pairing != pairing)
+        t = pairing == RopePairing::kInterleaved ? halves_to_interleaved(t, row.rotary_heads)
+                                                 : interleaved_to_halves(t, row.rotary_heads);
       parts.push_back(t);
     }
     at::Tensor whole = parts.size() == 1 ? parts[0] : at::cat(parts);
@@ -59,13 +60,15 @@ std::map<std::string, at::Tensor> causal_tensors(const std::vector<MappedTensor>
       t = t.narrow(0, row.part * rows, rows);
     }
     t = t.contiguous();
-    if (row.rotary_heads > 0 && m.rope.pairing != file_pairing)
-      t = file_pairing == RopePairing::kInterleaved ? interleaved_to_halves(t, row.rotary_heads)
-                                                    : halves_to_interleaved(t, row.rotary_heads);
-    if (row.bias && !m.bias) {
+    const RopePairing pairing = row.file_pairing.value_or(file_pairing);
+    if (row.rotary_heads > 0 && m.rope.pairing != pairing)
+      t = pairing == RopePairing::kInterleaved ? interleaved_to_halves(t, row.rotary_heads)
+                                               : halves_to_interleaved(t, row.rotary_heads);
+    if (row.absent) {
       if (t.ne(0).any().item<bool>())
         throw ConfigError(path, row.causal,
-                          "non-zero bias in a model whose causal config has model.bias false");
+                          "non-zero bias in a model whose causal config has no such bias (model.bias false" +
+                              std::string(m.qkv_bias ? ")" : ", model.qkv_bias false)"));
       continue;
     }
     out[row.causal] = t;

@@ -30,7 +30,9 @@ ModelConfig model_from_provenance(const ModelConfig& f, const nlohmann::json& pr
                     p.position == f.position && p.max_seq_len == f.max_seq_len &&
                     p.tie_embeddings == f.tie_embeddings && same_f32(p.rope.theta, f.rope.theta) &&
                     p.rope.scaling == f.rope.scaling &&
-                    (p.rope.scaling == RopeScaling::kNone || same_f32(p.rope.factor, f.rope.factor));
+                    (p.rope.scaling == RopeScaling::kNone || same_f32(p.rope.factor, f.rope.factor)) &&
+                    // Fewer biases than the file's (then zeros in it), never more.
+                    (!p.bias || f.bias) && (!(p.bias || p.qkv_bias) || f.bias || f.qkv_bias);
   if (!same) return f;
   *restored = true;
   return p;

@@ -1,4 +1,5 @@
-// The name tables: gguf-py's tensor names and transformers' LlamaForCausalLM / GPT2LMHeadModel state dicts.
+// The name tables: gguf-py's tensor names and transformers' LlamaForCausalLM / Qwen2ForCausalLM /
+// GPT2LMHeadModel state dicts.
 #include "interop/tensor_map.h"
 
 namespace causal {
@@ -7,7 +8,9 @@ namespace {
 // Sizes a row's shape is made of.
 enum class Dim { kD, kKv, kFfn, kQkv, kVocabIn, kVocabOut, kContext };
 
-enum class Role { kPlain, kQuery, kKey, kBias };
+// kQkvBias: a bias of q, k or v (present under model.qkv_bias too); kQueryBias and kKeyBias also have their
+// RoPE pairs renumbered as q's and k's rows.
+enum class Role { kPlain, kQuery, kKey, kBias, kQkvBias, kQueryBias, kKeyBias };
 
 struct Row {
   const char* causal;
@@ -33,6 +36,22 @@ const std::vector<Row> kLlamaBlock = {
     {"ffn.up_proj.weight", "ffn_up.weight", "mlp.up_proj.weight", {D::kFfn, D::kD}},
     {"ffn.down_proj.weight", "ffn_down.weight", "mlp.down_proj.weight", {D::kD, D::kFfn}},
 };
+
+// Qwen2: llama's rows with q, k and v biases after their weights (o_proj has none).
+const std::vector<Row> kQwen2Block = [] {
+  std::vector<Row> rows;
+  for (const Row& row : kLlamaBlock) {
+    rows.push_back(row);
+    const std::string name = row.causal;
+    if (name == "attn.q_proj.weight")
+      rows.push_back({"attn.q_proj.bias", "attn_q.bias", "self_attn.q_proj.bias", {D::kD}, Role::kQueryBias});
+    if (name == "attn.k_proj.weight")
+      rows.push_back({"attn.k_proj.bias", "attn_k.bias", "self_attn.k_proj.bias", {D::kKv}, Role::kKeyBias});
+    if (name == "attn.v_proj.weight")
+      rows.push_back({"attn.v_proj.bias", "attn_v.bias", "self_attn.v_proj.bias", {D::kKv}, Role::kQkvBias});
+  }
+  return rows;
+}();
 
 // Per block ("blocks.N." / "blk.N." / "transformer.h.N.").
 const std::vector<Row> kGpt2Block = {
@@ -62,9 +81,9 @@ const std::vector<Row> kGpt2Block = {
      true,
      2,
      3},
-    {"attn.q_proj.bias", "attn_qkv.bias", "attn.c_attn.bias", {D::kQkv}, Role::kBias, false, 0, 3},
-    {"attn.k_proj.bias", "attn_qkv.bias", "attn.c_attn.bias", {D::kQkv}, Role::kBias, false, 1, 3},
-    {"attn.v_proj.bias", "attn_qkv.bias", "attn.c_attn.bias", {D::kQkv}, Role::kBias, false, 2, 3},
+    {"attn.q_proj.bias", "attn_qkv.bias", "attn.c_attn.bias", {D::kQkv}, Role::kQkvBias, false, 0, 3},
+    {"attn.k_proj.bias", "attn_qkv.bias", "attn.c_attn.bias", {D::kQkv}, Role::kQkvBias, false, 1, 3},
+    {"attn.v_proj.bias", "attn_qkv.bias", "attn.c_attn.bias", {D::kQkv}, Role::kQkvBias, false, 2, 3},
     {"attn.o_proj.weight", "attn_output.weight", "attn.c_proj.weight", {D::kD, D::kD}, Role::kPlain, true},
     {"attn.o_proj.bias", "attn_output.bias", "attn.c_proj.bias", {D::kD}, Role::kBias},
     {"ffn_norm.weight", "ffn_norm.weight", "ln_2.weight", {D::kD}},
@@ -82,7 +101,11 @@ RopePairing file_rope_pairing(InteropFormat format) {
 }
 
 std::vector<MappedTensor> tensor_map(InteropFormat format, TargetArchitecture arch, const ModelConfig& m) {
-  const bool gguf = format == InteropFormat::kGguf, llama = arch == TargetArchitecture::kLlama;
+  const bool gguf = format == InteropFormat::kGguf, llama = arch != TargetArchitecture::kGpt2;
+  // llama.cpp runs qwen2 with its NEOX rope: the q/k rows stay in transformers' rotate-half order.
+  const std::optional<RopePairing> pairing = gguf && arch == TargetArchitecture::kQwen2
+                                                 ? std::optional<RopePairing>(RopePairing::kHalves)
+                                                 : std::nullopt;
   auto size = [&](Dim dim) -> int64_t {
     switch (dim) {
       case Dim::kD:
@@ -112,8 +135,13 @@ std::vector<MappedTensor> tensor_map(InteropFormat format, TargetArchitecture ar
     if (t.transposed) std::swap(t.file_shape[0], t.file_shape[1]);
     t.part = row.part;
     t.parts = row.parts;
-    t.rotary_heads = row.role == Role::kQuery ? m.n_heads : row.role == Role::kKey ? m.n_kv_heads : 0;
-    t.bias = row.role == Role::kBias;
+    const bool query = row.role == Role::kQuery || row.role == Role::kQueryBias;
+    const bool key = row.role == Role::kKey || row.role == Role::kKeyBias;
+    t.rotary_heads = query ? m.n_heads : key ? m.n_kv_heads : 0;
+    if (t.rotary_heads > 0) t.file_pairing = pairing;
+    const bool qkv_bias =
+        row.role == Role::kQkvBias || row.role == Role::kQueryBias || row.role == Role::kKeyBias;
+    t.absent = (row.role == Role::kBias || qkv_bias) && !m.bias && !(qkv_bias && m.qkv_bias);
     out.push_back(std::move(t));
   };
   const std::string embed = "embed." + m.inputs[0].name + ".weight";
@@ -126,7 +154,10 @@ std::vector<MappedTensor> tensor_map(InteropFormat format, TargetArchitecture ar
   for (int64_t i = 0; i < m.n_layers; ++i) {
     const std::string n = std::to_string(i) + ".";
     const std::string file = gguf ? "blk." + n : llama ? "model.layers." + n : "transformer.h." + n;
-    for (const Row& row : llama ? kLlamaBlock : kGpt2Block) add(row, "blocks." + n, file);
+    const std::vector<Row>& block = arch == TargetArchitecture::kLlama   ? kLlamaBlock
+                                    : arch == TargetArchitecture::kQwen2 ? kQwen2Block
+                                                                         : kGpt2Block;
+    for (const Row& row : block) add(row, "blocks." + n, file);
   }
   if (llama) {
     add({"final_norm.weight", "output_norm.weight", "model.norm.weight", {D::kD}}, "", "");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,9 @@
 
 namespace causal {
 
-// The architecture a model is written as: llama (RMSNorm, RoPE, SwiGLU, no biases) or gpt2 (LayerNorm,
-// learned positions, GELU).
-enum class TargetArchitecture { kLlama, kGpt2 };
+// The architecture a model is written as: llama (RMSNorm, RoPE, SwiGLU, no biases), qwen2 (llama with
+// biases on q, k and v) or gpt2 (LayerNorm, learned positions, GELU).
+enum class TargetArchitecture { kLlama, kQwen2, kGpt2 };
 
 enum class InteropFormat { kGguf, kHf };
 
@@ -26,10 +27,14 @@ struct MappedTensor {
   // first): GPT-2's q, k and v share one fused tensor. Slices of one tensor are adjacent in the map.
   int64_t part = 0, parts = 1;
   int64_t rotary_heads = 0;  // q/k rows: heads whose RoPE pairs are renumbered when the pairings differ
-  bool bias = false;         // absent from a model without biases: zeros in the file
+  // How these rows pair dims in the file when not as file_rope_pairing(format) says: llama.cpp's qwen2 graph
+  // rotates halves (its NEOX rope), so its GGUF q/k rows keep transformers' order.
+  std::optional<RopePairing> file_pairing;
+  bool absent = false;  // a bias the model does not have (model.bias, model.qkv_bias): zeros in the file
 };
 
-// How llama's q/k rows pair dims in `format`: llama.cpp rotates adjacent pairs, transformers rotate halves.
+// How llama's q/k rows pair dims in `format`: llama.cpp rotates adjacent pairs, transformers rotate halves
+// (a row's own file_pairing overrides it).
 RopePairing file_rope_pairing(InteropFormat format);
 
 // Every tensor of `m` (a validated config) written as `arch` in `format`, in file order.

@@ -21,10 +21,12 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
               "[attention] expected n_heads divisible by n_kv_heads, got n_heads=", hq, " n_kv_heads=", hkv,
               " (hint: resolve the config so that n_kv_heads 0 becomes n_heads)");
   const int64_t dk = d / hq;
-  const bool bias = options_.bias();
-  q_proj_ = register_module("q_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hq * dk).bias(bias)));
-  k_proj_ = register_module("k_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hkv * dk).bias(bias)));
-  v_proj_ = register_module("v_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hkv * dk).bias(bias)));
+  const bool bias = options_.bias(), qkv_bias = bias || options_.qkv_bias();
+  q_proj_ = register_module("q_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hq * dk).bias(qkv_bias)));
+  k_proj_ =
+      register_module("k_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hkv * dk).bias(qkv_bias)));
+  v_proj_ =
+      register_module("v_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hkv * dk).bias(qkv_bias)));
   if (options_.qk_norm()) {
     const NormOptions norm = NormOptions(dk).kind(NormKind::kRmsNorm).eps(options_.norm_eps());
     q_norm_ = register_module("q_norm", Norm(norm));

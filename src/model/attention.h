@@ -27,6 +27,7 @@ struct AttentionOptions {
   TORCH_ARG(int64_t, n_heads);                                   // Hq
   TORCH_ARG(int64_t, n_kv_heads);                                // Hkv, divides Hq (GQA; 1 = MQA)
   TORCH_ARG(bool, bias) = true;                                  // biases in the four projections
+  TORCH_ARG(bool, qkv_bias) = false;                             // biases in q/k/v_proj even without bias
   TORCH_ARG(bool, qk_norm) = false;                              // RMSNorm over dk on q and k, per head
   TORCH_ARG(double, norm_eps) = 1e-5;                            // eps of the qk norms
   TORCH_ARG(AttentionKind, kernel) = AttentionKind::kReference;  // "reference" | "sdpa" | "flash"
@@ -58,7 +59,8 @@ struct AttentionContext {
 // Fault injection: `output` filled with NaN when `name` is the poisoned sub-layer (autograd still flows).
 torch::Tensor poisoned_if(const std::string& name, const std::string& poison, const torch::Tensor& output);
 
-// Parameters, in forward order: q_proj, k_proj, v_proj, [q_norm, k_norm], o_proj.
+// Parameters, in forward order: q_proj, k_proj, v_proj, [q_norm, k_norm], o_proj. q/k/v_proj have biases
+// when bias or qkv_bias (Qwen2's layout), o_proj only when bias.
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const AttentionOptions& options);

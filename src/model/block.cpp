@@ -17,6 +17,7 @@ BlockImpl::BlockImpl(const ModelConfig& config) : dropout_(config.dropout) {
   attn_ =
       register_module("attn", Attention(AttentionOptions(config.d_model, config.n_heads, config.n_kv_heads)
                                             .bias(config.bias)
+                                            .qkv_bias(config.qkv_bias)
                                             .qk_norm(config.qk_norm)
                                             .norm_eps(config.norm_eps)
                                             .kernel(config.attention)

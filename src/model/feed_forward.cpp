@@ -46,8 +46,8 @@ void FeedForwardImpl::reset_parameters() {
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == options_.d_model(),
               "[ffn] expected (...,D) with D=", options_.d_model(), ", got ", x.sizes());
-  if (options_.kind() == FfnKind::kGelu) {
-    return project_hidden(FfnKind::kGelu, fc_in_(x), torch::Tensor(), fc_out_->weight,
+  if (options_.kind() == FfnKind::kGelu || options_.kind() == FfnKind::kGeluTanh) {
+    return project_hidden(options_.kind(), fc_in_(x), torch::Tensor(), fc_out_->weight,
                           fc_out_->bias);  // (...,hidden) -> (...,D)
   }
   if (options_.kind() == FfnKind::kRelu) {

@@ -1,5 +1,5 @@
-// Position-wise feed-forward network: GELU or ReLU MLP (fc_in, fc_out) or SwiGLU (gate_proj, up_proj,
-// down_proj).
+// Position-wise feed-forward network: GELU (exact or tanh) or ReLU MLP (fc_in, fc_out) or SwiGLU
+// (gate_proj, up_proj, down_proj).
 #pragma once
 
 #include <torch/arg.h>
@@ -15,17 +15,18 @@ struct FeedForwardOptions {
   FeedForwardOptions(int64_t d_model, int64_t hidden) : d_model_(d_model), hidden_(hidden) {}
   TORCH_ARG(int64_t, d_model);                // D
   TORCH_ARG(int64_t, hidden);                 // hidden width (the config resolver picks 4D or ~8D/3)
-  TORCH_ARG(FfnKind, kind) = FfnKind::kGelu;  // "gelu" | "swiglu" | "relu"
+  TORCH_ARG(FfnKind, kind) = FfnKind::kGelu;  // "gelu" | "gelu_tanh" | "swiglu" | "relu"
   TORCH_ARG(bool, bias) = true;               // biases in every linear layer
   TORCH_ARG(double, init_std) = 0.02;         // std of the input-side weights
   TORCH_ARG(double, out_init_std) = 0.02;     // std of fc_out / down_proj (scaled down for depth)
 };
 
-// gelu:   fc_out(gelu(fc_in(x)))                       (exact erf GELU)
-// relu:   fc_out(relu(fc_in(x)))                       (nn.TransformerEncoderLayer's default)
-// swiglu: down_proj(silu(gate_proj(x)) * up_proj(x))
-// x is (..., D); the result has the same shape. Training keeps neither gelu's nor swiglu's hidden activation
-// for backward: hidden_projection.h recomputes it there.
+// gelu:      fc_out(gelu(fc_in(x)))                    (exact erf GELU)
+// gelu_tanh: fc_out(gelu_tanh(fc_in(x)))               (GPT-2's tanh approximation, transformers' gelu_new)
+// relu:      fc_out(relu(fc_in(x)))                    (nn.TransformerEncoderLayer's default)
+// swiglu:    down_proj(silu(gate_proj(x)) * up_proj(x))
+// x is (..., D); the result has the same shape. Training keeps no GELU or swiglu hidden activation for
+// backward: hidden_projection.h recomputes it there.
 class FeedForwardImpl : public torch::nn::Module {
  public:
   explicit FeedForwardImpl(const FeedForwardOptions& options);

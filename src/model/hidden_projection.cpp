@@ -12,8 +12,13 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+bool is_gelu(FfnKind kind) { return kind == FfnKind::kGelu || kind == FfnKind::kGeluTanh; }
+
+// ATen's name for the GELU of `kind`: the exact one or its tanh approximation.
+const char* gelu_approximation(FfnKind kind) { return kind == FfnKind::kGeluTanh ? "tanh" : "none"; }
+
 torch::Tensor hidden_of(FfnKind kind, const torch::Tensor& first, const torch::Tensor& second) {
-  return kind == FfnKind::kGelu ? torch::gelu(first) : torch::silu(first) * second;
+  return is_gelu(kind) ? torch::gelu(first, gelu_approximation(kind)) : torch::silu(first) * second;
 }
 
 // As autocast casts a product's floating arguments (never float64), so that the cast can be kept for
@@ -60,15 +65,16 @@ class HiddenProjectionFunction : public torch::autograd::Function<HiddenProjecti
     variable_list result(5);
     if (bias_needed) result[3] = at::sum_to(dy, b.sizes()).to(ctx->saved_data["bias_dtype"].toScalarType());
     const c10::ScalarType weight_dtype = ctx->saved_data["weight_dtype"].toScalarType();
-    if (kind == FfnKind::kGelu) {
+    if (is_gelu(kind)) {
       // One (...,H) buffer serves in turn as the recomputed activation, its gradient and first's gradient:
       // fewer large blocks for the allocator to find in the middle of backward.
-      torch::Tensor buffer = weight_needed ? torch::gelu(first) : torch::empty_like(first);
+      const char* approximate = gelu_approximation(kind);
+      torch::Tensor buffer = weight_needed ? torch::gelu(first, approximate) : torch::empty_like(first);
       if (weight_needed) result[2] = dy.t().mm(buffer.view({-1, hidden_size})).to(weight_dtype);
       if (first_needed) {
         torch::Tensor rows = buffer.view({-1, hidden_size});
         at::mm_out(rows, dy, w);
-        result[0] = at::gelu_backward_out(buffer, buffer, first);
+        result[0] = at::gelu_backward_out(buffer, buffer, first, approximate);
       }
       return result;
     }
@@ -87,9 +93,9 @@ class HiddenProjectionFunction : public torch::autograd::Function<HiddenProjecti
 
 at::Tensor project_hidden(FfnKind kind, const at::Tensor& first, const at::Tensor& second,
                           const at::Tensor& weight, const at::Tensor& bias) {
-  TORCH_CHECK(kind == FfnKind::kGelu || kind == FfnKind::kSwiglu,
-              "[ffn] the recomputed hidden activation is gelu or swiglu, got relu");
-  TORCH_CHECK(kind == FfnKind::kGelu || (second.defined() && second.sizes() == first.sizes()),
+  TORCH_CHECK(is_gelu(kind) || kind == FfnKind::kSwiglu,
+              "[ffn] the recomputed hidden activation is gelu, gelu_tanh or swiglu, got relu");
+  TORCH_CHECK(is_gelu(kind) || (second.defined() && second.sizes() == first.sizes()),
               "[ffn] expected swiglu's up projection shaped like its gate ", first.sizes());
   const bool records = torch::GradMode::is_enabled() &&
                        (first.requires_grad() || (second.defined() && second.requires_grad()) ||

@@ -37,9 +37,10 @@ std::vector<Param> expected_parameters(const ModelConfig& config) {
   const int64_t d = m.d_model, dk = m.d_model / m.n_heads, hq = m.n_heads, hkv = m.n_kv_heads,
                 h = m.ffn_hidden;
   std::vector<Param> out;
-  auto linear = [&](const std::string& name, int64_t in, int64_t features) {
+  // q/k/v_proj pass with_bias: they have a bias under qkv_bias too.
+  auto linear = [&](const std::string& name, int64_t in, int64_t features, bool with_bias = false) {
     out.push_back({name + ".weight", {features, in}});
-    if (m.bias) out.push_back({name + ".bias", {features}});
+    if (m.bias || with_bias) out.push_back({name + ".bias", {features}});
   };
   auto norm = [&](const std::string& name) {
     out.push_back({name + ".weight", {d}});
@@ -50,16 +51,16 @@ std::vector<Param> expected_parameters(const ModelConfig& config) {
   for (int64_t i = 0; i < m.n_layers; ++i) {
     const std::string b = "blocks." + std::to_string(i) + ".";
     norm(b + "attn_norm");
-    linear(b + "attn.q_proj", d, hq * dk);
-    linear(b + "attn.k_proj", d, hkv * dk);
-    linear(b + "attn.v_proj", d, hkv * dk);
+    linear(b + "attn.q_proj", d, hq * dk, m.qkv_bias);
+    linear(b + "attn.k_proj", d, hkv * dk, m.qkv_bias);
+    linear(b + "attn.v_proj", d, hkv * dk, m.qkv_bias);
     if (m.qk_norm) {
       out.push_back({b + "attn.q_norm.weight", {dk}});
       out.push_back({b + "attn.k_norm.weight", {dk}});
     }
     linear(b + "attn.o_proj", hq * dk, d);
     norm(b + "ffn_norm");
-    if (m.ffn == causal::FfnKind::kGelu) {
+    if (m.ffn != causal::FfnKind::kSwiglu) {
       linear(b + "ffn.fc_in", d, h);
       linear(b + "ffn.fc_out", h, d);
     } else {
@@ -190,6 +191,17 @@ CATCH_TEST_CASE("inspect: parameter counts equal the sum over the model's parame
     m.bias = false;
     m.ffn = causal::FfnKind::kSwiglu;
     m.ffn_multiple_of = 64;
+    configs.push_back(m);
+  }
+  {
+    ModelConfig m;  // Qwen2's layout: q/k/v biases only, GQA; and a tanh GELU model
+    m.bias = false;
+    m.qkv_bias = true;
+    m.n_kv_heads = 2;
+    m.norm = causal::NormKind::kRmsNorm;
+    m.ffn = causal::FfnKind::kSwiglu;
+    configs.push_back(m);
+    m.ffn = causal::FfnKind::kGeluTanh;
     configs.push_back(m);
   }
   for (std::size_t i = 0; i < configs.size(); ++i) {

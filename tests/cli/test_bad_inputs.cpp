@@ -117,7 +117,7 @@ CATCH_TEST_CASE("bad input: out-of-range train and model values", "[unit][cli]")
       {"train.batch_size=0", {"train.batch_size", "must be >= 1"}},
       {"model.n_heads=5", {"model.n_heads", "divisible", "32"}},
       {"model.max_seq_len=3", {"model.max_seq_len", "exceeds model.max_seq_len 3"}},
-      {"model.ffn=tanh", {"model.ffn", "gelu|swiglu|relu", "tanh"}},
+      {"model.ffn=tanh", {"model.ffn", "gelu|gelu_tanh|swiglu|relu", "tanh"}},
       {"model.nope=1", {"model.nope", "unknown key"}},
       {"model.d_model=64abc", {"model.d_model", "64abc"}},
   };

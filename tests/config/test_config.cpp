@@ -55,7 +55,8 @@ const char* const kNonDefaultRetrieval = R"({
     "position": "learned", "max_seq_len": 64,
     "rope": {"theta": 500000.5, "pairing": "halves", "scaling": "linear", "factor": 2.5,
              "original_max_seq_len": 48, "beta_fast": 16, "beta_slow": 2},
-    "attention": "sdpa", "attention_block": 32, "autocast": "bf16", "qk_norm": true, "bias": false, "tie_embeddings": true,
+    "attention": "sdpa", "attention_block": 32, "autocast": "bf16", "qk_norm": true, "bias": false, "qkv_bias": true,
+    "tie_embeddings": true,
     "dropout": 0.1,
     "init_std": 0.0123456789012345
   },
@@ -82,7 +83,8 @@ const char* const kNonDefaultText = R"({
     "position": "learned", "max_seq_len": 64,
     "rope": {"theta": 20000, "pairing": "halves", "scaling": "yarn", "factor": 4,
              "original_max_seq_len": 32, "beta_fast": 24, "beta_slow": 0.5},
-    "attention": "sdpa", "attention_block": 7, "autocast": "bf16", "qk_norm": true, "bias": false, "tie_embeddings": true,
+    "attention": "sdpa", "attention_block": 7, "autocast": "bf16", "qk_norm": true, "bias": false, "qkv_bias": true,
+    "tie_embeddings": true,
     "dropout": 0.25,
     "init_std": 0.01
   },
@@ -361,7 +363,7 @@ CATCH_TEST_CASE("config: a value of the wrong JSON type is an error naming the e
 CATCH_TEST_CASE("config: an enum value not in its table lists the allowed spellings", "[unit][config]") {
   const ConfigError e = parse_error(R"({"model": {"ffn": "tanh"}})");
   CATCH_CHECK(e.path() == "model.ffn");
-  CATCH_CHECK_THAT(what(e), Contains("expected one of gelu|swiglu|relu, got \"tanh\""));
+  CATCH_CHECK_THAT(what(e), Contains("expected one of gelu|gelu_tanh|swiglu|relu, got \"tanh\""));
   CATCH_CHECK_THAT(
       what(parse_error(R"({"train": {"schedule": {"kind": 1}}})")),
       Contains("train.schedule.kind: expected one of constant|linear|cosine|wsd, got integer 1"));
@@ -450,6 +452,20 @@ CATCH_TEST_CASE("config: range boundaries that are allowed are accepted", "[unit
        "model.n_kv_heads=0"});
   CATCH_CHECK(c.train.optimizer.lr == 1000.0);
   CATCH_CHECK(c.model.n_kv_heads == 4);
+}
+
+// Invariant: a model has one spelling: model.qkv_bias is for a model without other biases (Qwen2's layout),
+// and a model with model.bias has q/k/v biases already.
+CATCH_TEST_CASE("config: qkv_bias needs bias false, and gelu_tanh resolves as gelu", "[unit][config]") {
+  const ConfigError e = override_error({"model.qkv_bias=true"});
+  CATCH_CHECK(e.path() == "model.qkv_bias");
+  CATCH_CHECK_THAT(what(e), Contains("needs model.bias false"));
+  const RunConfig ok = causal::parse_config_text(
+      kDocumentedExample, "cfg.json",
+      {"model.qkv_bias=true", "model.bias=false", "model.ffn=gelu_tanh", "model.ffn_hidden=0"});
+  CATCH_CHECK(ok.model.qkv_bias);
+  CATCH_CHECK(ok.model.ffn == causal::FfnKind::kGeluTanh);
+  CATCH_CHECK(ok.model.ffn_hidden == 4 * ok.model.d_model);
 }
 
 // Invariant: a run never trains with model.dropout silently missing from the attention weights: "flash"

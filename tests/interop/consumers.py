@@ -3,8 +3,11 @@ builds transformers models for `causal import`. Driven by tests/interop/test_con
 the figures written here with causal's own. The product never needs Python.
 
   consumers.py check --docs DOCS.json [--gguf F.gguf] [--hf DIR] --out RESULT.json
-  consumers.py make-hf --arch llama|gpt2 --docs DOCS.json --out DIR      (writes DIR and DIR.loss.json)
-  consumers.py make-gguf --hf DIR --out F.gguf                           (gguf-py's writer, from a llama DIR)
+  consumers.py make-hf --arch ARCH --docs DOCS.json --out DIR     (writes DIR and DIR.loss.json: the mean NLL
+                                                                    and every document's per-token log-probs)
+      ARCH: llama, llama-tied (tie_word_embeddings), qwen2 (Qwen2ForCausalLM, GQA, tied), gpt2 (exact GELU),
+            gpt2-gelu-new (GPT-2's own tanh GELU)
+  consumers.py make-gguf --hf DIR --out F.gguf                    (gguf-py's writer, from a llama or qwen2 DIR)
 """
 import argparse
 import json
@@ -133,50 +136,67 @@ def check_gguf(path, docs, result, hf_dir=None):
 def make_hf(arch, docs, out):
     import torch
     torch.manual_seed(0)
-    if arch == "llama":
+    if arch in ("llama", "llama-tied"):
         from transformers import LlamaConfig, LlamaForCausalLM
         config = LlamaConfig(vocab_size=259, hidden_size=64, intermediate_size=176, num_hidden_layers=2,
                              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                             rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
+                             rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=arch == "llama-tied",
                              bos_token_id=256, eos_token_id=257, pad_token_id=258, initializer_range=0.1)
         model = LlamaForCausalLM(config)
-    else:
+    elif arch == "qwen2":
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+        config = Qwen2Config(vocab_size=259, hidden_size=64, intermediate_size=176, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                             rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+                             use_sliding_window=False, bos_token_id=256, eos_token_id=257, pad_token_id=258,
+                             initializer_range=0.1)
+        model = Qwen2ForCausalLM(config)
+    elif arch in ("gpt2", "gpt2-gelu-new"):
         from transformers import GPT2Config, GPT2LMHeadModel
         config = GPT2Config(vocab_size=259, n_positions=256, n_embd=64, n_layer=2, n_head=4,
-                            activation_function="gelu", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                            layer_norm_epsilon=1e-5, bos_token_id=256, eos_token_id=257, initializer_range=0.1)
+                            activation_function="gelu" if arch == "gpt2" else "gelu_new", resid_pdrop=0.0,
+                            embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5, bos_token_id=256,
+                            eos_token_id=257, initializer_range=0.1)
         model = GPT2LMHeadModel(config)
+    else:
+        raise SystemExit(f"make-hf: unknown --arch {arch}")
     # Every parameter moved off its initial value (norm weights 1, biases 0), so a misplaced one shows.
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
     model.eval()
     model.save_pretrained(out, safe_serialization=True)
-    nll, count = 0.0, 0
+    nll, count, logprobs = 0.0, 0, []
     with torch.no_grad():
         for doc in docs["docs"]:
             logits = model(torch.tensor([doc[:-1]])).logits[0]
             got = log_probs_of_labels(logits.numpy(), doc)
             nll -= sum(got)
             count += len(got)
+            logprobs.append(got)
     with open(out + ".loss.json", "w") as f:
-        json.dump({"loss": nll / count, "tokens": count}, f)
+        json.dump({"loss": nll / count, "tokens": count, "logprobs": logprobs}, f)
 
 
 def make_gguf(hf_dir, out):
     """A GGUF file written by gguf-py (llama.cpp's own Python writer) from a transformers Llama, with
-    convert_hf_to_gguf.py's q/k permutation: a file of another origin for `causal import` (no causal.config)."""
+    convert_hf_to_gguf.py's q/k permutation, or from a Qwen2, whose q/k rows and biases convert_hf_to_gguf.py
+    keeps as they are (llama.cpp's qwen2 rotates halves): a file of another origin for `causal import` (no
+    causal.config)."""
     import gguf
     from safetensors.torch import load_file
     with open(hf_dir + "/config.json") as f:
         c = json.load(f)
     w = load_file(hf_dir + "/model.safetensors")
     heads, kv_heads = c["num_attention_heads"], c["num_key_value_heads"]
+    arch = c["model_type"]
 
     def permute(t, n_head):  # transformers' rotate-half rows -> llama.cpp's adjacent pairs, per head
+        if arch == "qwen2":
+            return t
         return t.reshape(n_head, 2, t.shape[0] // n_head // 2, *t.shape[1:]).swapaxes(1, 2).reshape(t.shape)
 
-    writer = gguf.GGUFWriter(out, "llama")
+    writer = gguf.GGUFWriter(out, arch)
     writer.add_context_length(c["max_position_embeddings"])
     writer.add_embedding_length(c["hidden_size"])
     writer.add_feed_forward_length(c["intermediate_size"])
@@ -194,13 +214,18 @@ def make_gguf(hf_dir, out):
         writer.add_tensor(f"blk.{i}.attn_q.weight", permute(w[p + "self_attn.q_proj.weight"], heads).numpy())
         writer.add_tensor(f"blk.{i}.attn_k.weight", permute(w[p + "self_attn.k_proj.weight"], kv_heads).numpy())
         writer.add_tensor(f"blk.{i}.attn_v.weight", w[p + "self_attn.v_proj.weight"].numpy())
+        if arch == "qwen2":
+            writer.add_tensor(f"blk.{i}.attn_q.bias", w[p + "self_attn.q_proj.bias"].numpy())
+            writer.add_tensor(f"blk.{i}.attn_k.bias", w[p + "self_attn.k_proj.bias"].numpy())
+            writer.add_tensor(f"blk.{i}.attn_v.bias", w[p + "self_attn.v_proj.bias"].numpy())
         writer.add_tensor(f"blk.{i}.attn_output.weight", w[p + "self_attn.o_proj.weight"].numpy())
         writer.add_tensor(f"blk.{i}.ffn_norm.weight", w[p + "post_attention_layernorm.weight"].numpy())
         writer.add_tensor(f"blk.{i}.ffn_gate.weight", w[p + "mlp.gate_proj.weight"].numpy())
         writer.add_tensor(f"blk.{i}.ffn_up.weight", w[p + "mlp.up_proj.weight"].numpy())
         writer.add_tensor(f"blk.{i}.ffn_down.weight", w[p + "mlp.down_proj.weight"].numpy())
     writer.add_tensor("output_norm.weight", w["model.norm.weight"].numpy())
-    writer.add_tensor("output.weight", w["lm_head.weight"].numpy())
+    if not c.get("tie_word_embeddings"):  # tied: no output tensor, llama.cpp reads token_embd
+        writer.add_tensor("output.weight", w["lm_head.weight"].numpy())
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -1,7 +1,8 @@
 // Exports checked against the real consumers (label interop, not in the default suite): transformers'
 // from_pretrained and llama.cpp (llama-cpp-python) must compute causal's per-token log-probabilities,
-// eval loss, greedy continuation and token ids; models transformers creates must import into causal with
-// its loss and fine-tune. tests/interop/consumers.py runs the Python side; without its packages
+// eval loss, greedy continuation and token ids; models transformers creates (Llama untied and tied, Qwen2,
+// GPT-2 with the exact and the tanh GELU) must import into causal with its per-token log-probabilities and
+// loss, and fine-tune. tests/interop/consumers.py runs the Python side; without its packages
 // (tools/setup.sh: ensure_interop_python) the test prints SKIPPED.
 #include <torch/torch.h>
 
@@ -105,6 +106,18 @@ struct Case {
   std::string name, sets, tokenizer;
 };
 
+// The largest |a - b| over two lists of per-document log-probabilities, which must have the same shape.
+double max_abs_diff(const nlohmann::json& a, const nlohmann::json& b) {
+  CATCH_REQUIRE(a.size() == b.size());
+  double worst = 0.0;
+  for (size_t d = 0; d < a.size(); ++d) {
+    CATCH_REQUIRE(a[d].size() == b[d].size());
+    for (size_t t = 0; t < a[d].size(); ++t)
+      worst = std::max(worst, std::abs(a[d][t].get<double>() - b[d][t].get<double>()));
+  }
+  return worst;
+}
+
 }  // namespace
 
 CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal computes",
@@ -141,6 +154,15 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
        "--set model.ffn=gelu --set model.norm=layernorm --set model.position=learned --set "
        "model.n_kv_heads=4 "
        "--set model.bias=true --set model.tie_embeddings=true",
+       "bytes"},
+      // Qwen2: q/k/v biases; both consumers rotate halves, so the interleaved q/k rows (biases too) are
+      // renumbered in both files.
+      {"qwen2-interleaved-tied-bytes",
+       llama + "--set model.qkv_bias=true --set model.rope.pairing=interleaved --set model.n_kv_heads=2",
+       "bytes"},
+      {"gpt2-tanh-tied-bytes",
+       "--set model.ffn=gelu_tanh --set model.norm=layernorm --set model.position=learned --set "
+       "model.n_kv_heads=4 --set model.bias=true --set model.tie_embeddings=true",
        "bytes"}};
   for (const Case& c : cases) {
     CATCH_INFO(c.name);
@@ -213,17 +235,18 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
     }
   }
 
-  // Import: models transformers creates (random weights) load into causal with transformers' loss, then
-  // fine-tune.
+  // Import: models transformers creates (random weights) load into causal with transformers' per-token
+  // log-probabilities and loss, then fine-tune.
   std::ofstream(root / "held-bytes.docs.json")
       << causal_docs(root / "llama-interleaved-tied-bytes", held_bytes).dump();
-  for (const std::string arch : {"llama", "gpt2"}) {
+  for (const std::string arch : {"llama", "llama-tied", "qwen2", "gpt2", "gpt2-gelu-new"}) {
     CATCH_INFO("import " << arch);
     const fs::path hf = root / ("random-" + arch);
     CATCH_REQUIRE(python("make-hf --arch " + arch + " --docs " + (root / "held-bytes.docs.json").string() +
                              " --out " + hf.string(),
                          root / ("make-" + arch + ".log")) == 0);
-    const double hf_loss = read_json(hf.string() + ".loss.json")["loss"].get<double>();
+    const nlohmann::json hf_result = read_json(hf.string() + ".loss.json");
+    const double hf_loss = hf_result["loss"].get<double>();
     const fs::path run = root / ("imported-" + arch);
     Result r =
         run_causal("import --format hf --input " + hf.string() + " --out " + run.string() +
@@ -231,6 +254,10 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
                    " --set data.seq_len=128 --set train.batch_size=8 --set train.optimizer.lr=0.003");
     CATCH_INFO(r.err);
     CATCH_REQUIRE(r.code == 0);
+    const double worst = max_abs_diff(causal_docs(run, held_bytes)["logprobs"], hf_result["logprobs"]);
+    std::cout << "interop import " << arch << ": max abs per-token logprob diff to transformers " << worst
+              << "\n";
+    CATCH_CHECK(worst <= kLogprobTolerance);
     const double before = eval_loss(run, held_bytes);
     r = run_causal("train --run-dir " + run.string() + " --resume auto --set train.steps=100");
     CATCH_INFO(r.err);
@@ -243,23 +270,29 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
     CATCH_CHECK(after < before);
     r = run_causal("generate --run " + run.string() + " --prompt 'The ' --temperature 0 --max-new-tokens 10");
     CATCH_CHECK(r.code == 0);
-    if (arch == "llama") {
+    if (arch == "llama" || arch == "qwen2") {
       // The same model as a GGUF file of another origin: gguf-py's writer with convert_hf_to_gguf.py's q/k
-      // permutation and no causal provenance; it imports as an interleaved model with transformers' loss.
-      const fs::path gguf = root / "random-llama.gguf";
-      CATCH_REQUIRE(
-          python("make-gguf --hf " + hf.string() + " --out " + gguf.string(), root / "make-gguf.log") == 0);
-      const fs::path from_gguf = root / "imported-llama-gguf";
+      // layout (llama permuted to adjacent pairs, qwen2 kept in halves) and no causal provenance; it imports
+      // as an interleaved (llama) or halves (qwen2) model with transformers' loss.
+      const fs::path gguf = root / ("random-" + arch + ".gguf");
+      CATCH_REQUIRE(python("make-gguf --hf " + hf.string() + " --out " + gguf.string(),
+                           root / ("make-gguf-" + arch + ".log")) == 0);
+      const fs::path from_gguf = root / ("imported-" + arch + "-gguf");
       r = run_causal("import --format gguf --input " + gguf.string() + " --out " + from_gguf.string() +
                      " --set data.train=data/brown-sample.train.tok --set data.val=" + held_bytes.string() +
                      " --set data.seq_len=128");
       CATCH_INFO(r.err);
       CATCH_REQUIRE(r.code == 0);
       const double gguf_loss = eval_loss(from_gguf, held_bytes);
-      std::cout << "interop import gguf-py llama: causal eval loss " << gguf_loss << " (diff to transformers "
-                << std::abs(gguf_loss - hf_loss) << ")\n";
+      const double gguf_worst =
+          max_abs_diff(causal_docs(from_gguf, held_bytes)["logprobs"], hf_result["logprobs"]);
+      std::cout << "interop import gguf-py " << arch << ": causal eval loss " << gguf_loss
+                << " (diff to transformers " << std::abs(gguf_loss - hf_loss)
+                << "), max abs per-token logprob diff " << gguf_worst << "\n";
       CATCH_CHECK(std::abs(gguf_loss - hf_loss) <= kLossTolerance);
-      CATCH_CHECK(slurp(from_gguf / "config.json").find("\"interleaved\"") != std::string::npos);
+      CATCH_CHECK(gguf_worst <= kLogprobTolerance);
+      const std::string pairing = arch == "llama" ? "\"interleaved\"" : "\"halves\"";
+      CATCH_CHECK(slurp(from_gguf / "config.json").find(pairing) != std::string::npos);
     }
   }
   fs::remove_all(root);

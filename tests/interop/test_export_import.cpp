@@ -1,6 +1,7 @@
 // `causal export` and `causal import` through the binary: export then import gives back the same weights
-// bit for bit in F32 (GGUF and HF, both RoPE pairings, tied and untied, with and without biases), and
-// whatever a format cannot express is refused with exit 2 naming the field, before anything is written.
+// bit for bit in F32 (GGUF and HF, llama, qwen2 and gpt2, both RoPE pairings, tied and untied, with and
+// without biases), and whatever a format cannot express is refused with exit 2 naming the field, before
+// anything is written.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -92,6 +93,15 @@ CATCH_TEST_CASE("export: GGUF and HF exports import back bit-exact in f32", "[e2
   round_trip(root, "gpt2-nobias-untied", kGpt2 + "--set model.bias=false --set model.tie_embeddings=false",
              bytes);
   round_trip(root, "gpt2-bias-tied", kGpt2 + "--set model.bias=true --set model.tie_embeddings=true", bytes);
+  // Qwen2 (q/k/v biases; GGUF and HF both keep halves rows, so interleaved is renumbered, biases too) and a
+  // tanh-GELU gpt2 whose only biases are q, k and v (the rest written as zeros, dropped again on import).
+  round_trip(root, "qwen2-interleaved",
+             kLlama +
+                 "--set model.qkv_bias=true --set model.rope.pairing=interleaved --set model.n_kv_heads=2 "
+                 "--set model.tie_embeddings=true",
+             bytes);
+  round_trip(root, "gpt2-tanh-qkv-bias",
+             kGpt2 + "--set model.ffn=gelu_tanh --set model.bias=false --set model.qkv_bias=true", bytes);
   fs::remove_all(root);
 }
 

@@ -1,5 +1,5 @@
 // check_exportable: each model feature a format cannot express is refused with a ConfigError (exit 2)
-// that names the field, its value and what is supported; the two architectures are accepted.
+// that names the field, its value and what is supported; the three architectures are accepted.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -34,13 +34,22 @@ void check_refused(const ModelConfig& m, const std::string& field, const std::st
 
 }  // namespace
 
-CATCH_TEST_CASE("exportable: llama- and gpt2-shaped models are accepted, the rest refused by field",
+CATCH_TEST_CASE("exportable: llama-, qwen2- and gpt2-shaped models are accepted, the rest refused by field",
                 "[unit][interop]") {
   CATCH_CHECK(check_exportable(llama_model(), "gguf", "c") == TargetArchitecture::kLlama);
   CATCH_CHECK(check_exportable(gpt2_model(), "hf", "c") == TargetArchitecture::kGpt2);
   ModelConfig m = llama_model();
   m.rope.scaling = RopeScaling::kLinear;
   CATCH_CHECK(check_exportable(m, "gguf", "c") == TargetArchitecture::kLlama);
+  m.qkv_bias = true;  // biases on q, k and v only: Qwen2
+  CATCH_CHECK(check_exportable(m, "gguf", "c") == TargetArchitecture::kQwen2);
+  CATCH_CHECK(check_exportable(m, "hf", "c") == TargetArchitecture::kQwen2);
+  m = gpt2_model();
+  m.ffn = FfnKind::kGeluTanh;  // GPT-2's own GELU
+  CATCH_CHECK(check_exportable(m, "hf", "c") == TargetArchitecture::kGpt2);
+  m.bias = false;
+  m.qkv_bias = true;  // gpt2's fused c_attn bias holds them, the other biases are zeros
+  CATCH_CHECK(check_exportable(m, "gguf", "c") == TargetArchitecture::kGpt2);
 
   m = llama_model();
   m.qk_norm = true;
@@ -65,6 +74,12 @@ CATCH_TEST_CASE("exportable: llama- and gpt2-shaped models are accepted, the res
   m = llama_model();
   m.ffn = FfnKind::kGelu;
   check_refused(m, "model.ffn", "\"gelu\"");
+  m = llama_model();
+  m.ffn = FfnKind::kGeluTanh;
+  check_refused(m, "model.ffn", "\"gelu_tanh\"");
+  m = gpt2_model();
+  m.ffn = FfnKind::kSwiglu;
+  check_refused(m, "model.ffn", "\"swiglu\"");
   m = gpt2_model();
   m.n_kv_heads = 1;
   check_refused(m, "model.n_kv_heads", "1");

@@ -37,7 +37,10 @@ Gradients run(bool recompute, FfnKind kind, bool autocast, bool with_bias) {
     if (recompute) {
       out = project_hidden(kind, a, kind == FfnKind::kSwiglu ? b : torch::Tensor(), weight, bias);
     } else {
-      out = torch::linear(kind == FfnKind::kGelu ? torch::gelu(a) : torch::silu(a) * b, weight, bias);
+      const torch::Tensor h = kind == FfnKind::kGelu       ? torch::gelu(a)
+                              : kind == FfnKind::kGeluTanh ? torch::gelu(a, "tanh")
+                                                           : torch::silu(a) * b;
+      out = torch::linear(h, weight, bias);
     }
   }
   (out.to(torch::kFloat) * upstream).sum().backward();
@@ -54,11 +57,11 @@ bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
 CATCH_TEST_CASE(
     "ffn: the recomputed hidden activation gives the plain composition's output and gradients bit for bit",
     "[unit][model][numerics]") {
-  for (const FfnKind kind : {FfnKind::kGelu, FfnKind::kSwiglu}) {
+  for (const FfnKind kind : {FfnKind::kGelu, FfnKind::kGeluTanh, FfnKind::kSwiglu}) {
     for (const bool autocast : {false, true}) {
       for (const bool with_bias : {false, true}) {
-        CATCH_INFO((kind == FfnKind::kGelu ? "gelu" : "swiglu")
-                   << (autocast ? ", bf16 autocast" : ", float32") << (with_bias ? ", bias" : ", no bias"));
+        CATCH_INFO(to_string(kind) << (autocast ? ", bf16 autocast" : ", float32")
+                                   << (with_bias ? ", bias" : ", no bias"));
         const Gradients plain = run(false, kind, autocast, with_bias);
         const Gradients recomputed = run(true, kind, autocast, with_bias);
         CATCH_CHECK(recomputed.out.scalar_type() == (autocast ? c10::kBFloat16 : c10::kFloat));
@@ -74,9 +77,9 @@ CATCH_TEST_CASE(
 }
 
 CATCH_TEST_CASE(
-    "ffn: a training forward of gelu and swiglu recomputes the hidden activation, relu's does not",
+    "ffn: a training forward of the GELUs and swiglu recomputes the hidden activation, relu's does not",
     "[unit][model]") {
-  for (const FfnKind kind : {FfnKind::kGelu, FfnKind::kSwiglu, FfnKind::kRelu}) {
+  for (const FfnKind kind : {FfnKind::kGelu, FfnKind::kGeluTanh, FfnKind::kSwiglu, FfnKind::kRelu}) {
     FeedForward ffn(FeedForwardOptions(8, 16).kind(kind));
     const torch::Tensor x = torch::randn({2, 3, 8});
     const std::string node = ffn->forward(x).grad_fn()->name();

@@ -579,7 +579,7 @@ CATCH_TEST_CASE("model: malformed inputs are rejected with a message", "[unit][m
 
 CATCH_TEST_CASE("model: every ffn/norm/bias/qk_norm variant runs forward and backward", "[unit][model]") {
   torch::manual_seed(41);
-  for (const FfnKind ffn : {FfnKind::kGelu, FfnKind::kSwiglu}) {
+  for (const FfnKind ffn : {FfnKind::kGelu, FfnKind::kGeluTanh, FfnKind::kSwiglu}) {
     for (const NormKind norm : {NormKind::kLayerNorm, NormKind::kRmsNorm}) {
       for (const bool bias : {true, false}) {
         for (const bool qk_norm : {false, true}) {
@@ -631,4 +631,104 @@ CATCH_TEST_CASE("model: relu ffn computes fc_out(relu(fc_in(x)))", "[unit][model
   CATCH_CHECK(within(relu->forward(x), expected, bound, "relu ffn"));
   CATCH_CHECK(hidden.lt(0).any().item<bool>());  // some units are cut, so relu and gelu differ here
   CATCH_CHECK_FALSE(torch::allclose(relu->forward(x), gelu->forward(x), 1e-3, 1e-3));
+}
+
+// "gelu_tanh" is GPT-2's tanh GELU (transformers' gelu_new) under the GELU FFN's parameter names: with fc_in
+// and fc_out the identity, the module's output and input gradient are the formula and its derivative, written
+// out here in double; and it is not the exact GELU.
+CATCH_TEST_CASE("model: gelu_tanh ffn computes 0.5 h (1 + tanh(sqrt(2/pi) (h + 0.044715 h^3)))",
+                "[unit][model][numerics]") {
+  FeedForward ffn(FeedForwardOptions(4, 4).kind(FfnKind::kGeluTanh));
+  FeedForward exact(FeedForwardOptions(4, 4).kind(FfnKind::kGelu));
+  {
+    torch::NoGradGuard no_grad;
+    for (FeedForward* f : {&ffn, &exact}) {
+      for (auto& p : (*f)->named_parameters())
+        p.value().copy_(p.key().find("weight") != std::string::npos ? torch::eye(4) : torch::zeros({4}));
+    }
+  }
+  CATCH_CHECK(ffn->named_parameters().keys() == exact->named_parameters().keys());
+  const auto x = torch::linspace(-6.0, 6.0, 4 * 61).view({61, 4}).requires_grad_(true);  // (N,D)
+  const auto out = ffn->forward(x);
+  out.sum().backward();
+  const auto h = x.detach().to(torch::kDouble);
+  const double c = std::sqrt(2.0 / M_PI);
+  const auto t = torch::tanh(c * (h + 0.044715 * h.pow(3)));
+  const auto expected = 0.5 * h * (1 + t);
+  const auto expected_grad = 0.5 * (1 + t) + 0.5 * h * (1 - t.pow(2)) * c * (1 + 3 * 0.044715 * h.pow(2));
+  // float32 rounding of a few pointwise operations, relative to the value; the derivative's 1 - tanh^2
+  // cancels near saturation, where float32's tanh (ulp 6e-8) times |x| (1 + 0.134 x^2) <= 30 leaves ~2e-6.
+  CATCH_CHECK(within(out.detach(), expected, 1e-6 * (1 + expected.abs()), "gelu_tanh"));
+  CATCH_CHECK(within(x.grad(), expected_grad, torch::full_like(expected_grad, 1e-5), "gelu_tanh derivative"));
+  // Neither bound admits the exact GELU, whose value differs by up to 4.7e-4.
+  const auto x_exact = x.detach().clone().requires_grad_(true);
+  const auto out_exact = exact->forward(x_exact);
+  out_exact.sum().backward();
+  CATCH_CHECK(max_abs_diff(out_exact.detach(), out.detach()) > 1e-4);
+  CATCH_CHECK(max_abs_diff(x_exact.grad(), x.grad()) > 1e-4);
+}
+
+// Invariant: qkv_bias (Qwen2) gives q_proj, k_proj and v_proj a bias, under the names model.bias gives
+// them, and nothing else one; the biases enter the projections as model.bias's do.
+CATCH_TEST_CASE("model: qkv_bias gives q, k and v a bias and o_proj none", "[contract][model]") {
+  ModelConfig q = tiny_config();
+  q.inputs = {InputField{"token", 8}};
+  q.n_layers = 1;
+  q.n_kv_heads = 2;
+  q.ffn = FfnKind::kSwiglu;
+  q.norm = NormKind::kRmsNorm;
+  q.bias = false;
+  q.qkv_bias = true;
+  q.tie_embeddings = true;
+  const std::vector<std::string> expected = {"embed.token.weight",
+                                             "blocks.0.attn_norm.weight",
+                                             "blocks.0.attn.q_proj.weight",
+                                             "blocks.0.attn.q_proj.bias",
+                                             "blocks.0.attn.k_proj.weight",
+                                             "blocks.0.attn.k_proj.bias",
+                                             "blocks.0.attn.v_proj.weight",
+                                             "blocks.0.attn.v_proj.bias",
+                                             "blocks.0.attn.o_proj.weight",
+                                             "blocks.0.ffn_norm.weight",
+                                             "blocks.0.ffn.gate_proj.weight",
+                                             "blocks.0.ffn.up_proj.weight",
+                                             "blocks.0.ffn.down_proj.weight",
+                                             "final_norm.weight"};
+  torch::manual_seed(5);
+  Transformer with_qkv(q);
+  CATCH_REQUIRE(parameter_names(*with_qkv) == expected);
+  const auto params = with_qkv->named_parameters();
+  CATCH_CHECK(params["blocks.0.attn.q_proj.bias"].sizes() == torch::IntArrayRef({32}));  // Hq dk
+  CATCH_CHECK(params["blocks.0.attn.k_proj.bias"].sizes() == torch::IntArrayRef({16}));  // Hkv dk
+  ModelConfig none = q;
+  none.qkv_bias = false;
+  CATCH_CHECK(count_parameters(*with_qkv->blocks()[0]) == count_parameters(*Block(none)) + 32 + 2 * 16);
+
+  // The same weights in a model with every bias, the others zero: the same logits.
+  ModelConfig all = none;
+  all.bias = true;
+  Transformer with_all(all);
+  {
+    torch::NoGradGuard no_grad;
+    for (const char* b : {"q", "k", "v"})
+      params[std::string("blocks.0.attn.") + b + "_proj.bias"].normal_(0.0, 0.5);
+    for (auto& p : with_all->named_parameters()) {
+      if (params.contains(p.key())) {
+        p.value().copy_(params[p.key()]);
+      } else {
+        p.value().zero_();
+      }
+    }
+  }
+  torch::NoGradGuard no_grad;
+  const auto tokens = random_tokens(q, 2, 7);
+  const auto logits = with_qkv->forward({tokens}).logits;
+  CATCH_CHECK(torch::allclose(logits, with_all->forward({tokens}).logits, 1e-5, 1e-6));
+  for (const char* b : {"q", "k", "v"}) {
+    CATCH_INFO(b);
+    const auto saved = params[std::string("blocks.0.attn.") + b + "_proj.bias"].clone();
+    params[std::string("blocks.0.attn.") + b + "_proj.bias"].zero_();
+    CATCH_CHECK(max_abs_diff(with_qkv->forward({tokens}).logits, logits) > 1e-4);  // each bias is used
+    params[std::string("blocks.0.attn.") + b + "_proj.bias"].copy_(saved);
+  }
 }

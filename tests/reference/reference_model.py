@@ -40,13 +40,14 @@ DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF1
 MODEL_FIELDS = {"inputs": list, "output_vocab": int, "d_model": int, "n_layers": int, "n_heads": int,
                 "n_kv_heads": int, "ffn": str, "ffn_hidden": int, "ffn_multiple_of": int, "norm": str,
                 "norm_eps": float, "position": str, "max_seq_len": int, "rope": dict, "attention": str,
-                "attention_block": int, "autocast": str, "qk_norm": bool, "bias": bool, "tie_embeddings": bool,
+                "attention_block": int, "autocast": str, "qk_norm": bool, "bias": bool, "qkv_bias": bool,
+                "tie_embeddings": bool,
                 "dropout": float, "init_std": float}
 ROPE_FIELDS = {"theta": float, "pairing": str, "scaling": str, "factor": float, "original_max_seq_len": int,
                "beta_fast": float, "beta_slow": float}
 INPUT_FIELDS = {"name": str, "vocab": int}
 RESOLVED_HINT = "expected causal's resolved config (a run folder's config.json, or causal train --print-config)"
-ENUMS = {"ffn": ("gelu", "swiglu", "relu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
+ENUMS = {"ffn": ("gelu", "gelu_tanh", "swiglu", "relu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
          "attention": ("reference", "sdpa", "flash"), "autocast": ("off", "bf16"), "pairing": ("interleaved", "halves"),
          "scaling": ("none", "linear", "ntk", "yarn")}
 BATCH_NAMES = ("tokens", "positions", "segment_ids", "key_valid", "labels", "logits", "loss")
@@ -158,9 +159,9 @@ def expected_parameters(m):
     if m.position == "learned":
         shapes["pos_embed.weight"] = (m.max_seq_len, d)
 
-    def linear(name, n_in, n_out):
+    def linear(name, n_in, n_out, bias=None):
         shapes[f"{name}.weight"] = (n_out, n_in)
-        if m.bias:
+        if m.bias if bias is None else bias:
             shapes[f"{name}.bias"] = (n_out,)
 
     def norm(name):
@@ -171,9 +172,10 @@ def expected_parameters(m):
     for i in range(m.n_layers):
         p = f"blocks.{i}."
         norm(p + "attn_norm")
-        linear(p + "attn.q_proj", d, m.n_heads * dk)
-        linear(p + "attn.k_proj", d, kv)
-        linear(p + "attn.v_proj", d, kv)
+        qkv_bias = m.bias or m.qkv_bias  # qkv_bias: q, k and v have biases without model.bias (Qwen2)
+        linear(p + "attn.q_proj", d, m.n_heads * dk, qkv_bias)
+        linear(p + "attn.k_proj", d, kv, qkv_bias)
+        linear(p + "attn.v_proj", d, kv, qkv_bias)
         if m.qk_norm:
             shapes[p + "attn.q_norm.weight"] = shapes[p + "attn.k_norm.weight"] = (dk,)
         linear(p + "attn.o_proj", m.n_heads * dk, d)
@@ -279,9 +281,10 @@ def allowed_mask(batch, time, key_valid, segment_ids):
 
 def attention(x, W, p, m, allowed, rope):
     B, T, _ = x.shape
-    q = linear(x, W, p + "q_proj", m.bias).view(B, T, m.n_heads, m.dk).transpose(1, 2)
-    k = linear(x, W, p + "k_proj", m.bias).view(B, T, m.n_kv_heads, m.dk).transpose(1, 2)
-    v = linear(x, W, p + "v_proj", m.bias).view(B, T, m.n_kv_heads, m.dk).transpose(1, 2)
+    qkv_bias = m.bias or m.qkv_bias
+    q = linear(x, W, p + "q_proj", qkv_bias).view(B, T, m.n_heads, m.dk).transpose(1, 2)
+    k = linear(x, W, p + "k_proj", qkv_bias).view(B, T, m.n_kv_heads, m.dk).transpose(1, 2)
+    v = linear(x, W, p + "v_proj", qkv_bias).view(B, T, m.n_kv_heads, m.dk).transpose(1, 2)
     if m.qk_norm:  # always RMSNorm over dk (weight shared by heads), whatever model.norm says
         q = rms_norm(q, W.take(p + "q_norm.weight"), m.norm_eps)
         k = rms_norm(k, W.take(p + "k_norm.weight"), m.norm_eps)
@@ -300,6 +303,10 @@ def feed_forward(x, W, p, m):
     if m.ffn == "gelu":  # exact (erf) GELU
         h = linear(x, W, p + "fc_in", m.bias)
         return linear(0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0))), W, p + "fc_out", m.bias)
+    if m.ffn == "gelu_tanh":  # GPT-2's tanh approximation
+        h = linear(x, W, p + "fc_in", m.bias)
+        u = math.sqrt(2.0 / math.pi) * (h + 0.044715 * h ** 3)
+        return linear(0.5 * h * (1.0 + torch.tanh(u)), W, p + "fc_out", m.bias)
     if m.ffn == "relu":
         return linear(linear(x, W, p + "fc_in", m.bias).clamp_min(0.0), W, p + "fc_out", m.bias)
     gate = linear(x, W, p + "gate_proj", m.bias)

@@ -48,6 +48,11 @@ Comparison compare_with_reference(const RunConfig& config, const fs::path& dir, 
   model->eval();
   Batch b = packed_batch(config.model.output_vocab);
   torch::NoGradGuard no_grad;
+  // Biases start at zero: moved off it, so that the reference must add each one where causal does.
+  for (auto& p : model->named_parameters()) {
+    const std::string& name = p.key();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) p.value().normal_(0.0, 0.2);
+  }
   const at::Tensor logits = model->forward(model_inputs(b)).logits;
   const at::Tensor loss = loss_sum(logits, b.labels) / b.valid_tokens();
   Comparison result;
@@ -91,6 +96,16 @@ CATCH_TEST_CASE("reference: an independent PyTorch model reproduces causal's log
        R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
            "n_heads": 4, "ffn": "gelu", "norm": "layernorm", "position": "learned", "max_seq_len": 8,
            "bias": true, "init_std": 0.2})"},
+      // GPT-2's tanh GELU with q/k/v biases only; Qwen2's shape (q/k/v biases, GQA, halves, tied).
+      {"gelu-tanh-layernorm-learned-qkv-bias",
+       R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
+           "n_heads": 4, "ffn": "gelu_tanh", "norm": "layernorm", "position": "learned", "max_seq_len": 8,
+           "bias": false, "qkv_bias": true, "init_std": 0.2})"},
+      {"qwen2-swiglu-rmsnorm-rope-qkv-bias",
+       R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
+           "n_heads": 4, "n_kv_heads": 2, "ffn": "swiglu", "norm": "rmsnorm", "position": "rope",
+           "rope": {"pairing": "halves"}, "max_seq_len": 8, "bias": false, "qkv_bias": true,
+           "tie_embeddings": true, "init_std": 0.2})"},
       {"swiglu-rmsnorm-rope-gqa",
        R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
            "n_heads": 4, "n_kv_heads": 2, "ffn": "swiglu", "norm": "rmsnorm", "position": "rope",
