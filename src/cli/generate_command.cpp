@@ -59,7 +59,8 @@ Command add_generate_command(CLI::App& app) {
                    "Prompt as ids after BOS (runs whose tokenizer is not known, e.g. imported tokens)")
       ->delimiter(',');
   generate->add_option("--tokenizer", request->tokenizer,
-                       "SentencePiece .model to encode the prompt and decode with, instead of the run's");
+                       "A tokenizer (.model, .gguf or tokenizer.json) to encode the prompt and decode with, "
+                       "instead of the run's");
   generate->add_option("--max-new-tokens", request->max_new_tokens, "Tokens to generate at most")
       ->capture_default_str()
       ->check(at_least(1));
