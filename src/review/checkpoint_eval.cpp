@@ -2,6 +2,7 @@
 #include "review/checkpoint_eval.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -156,11 +157,17 @@ EvalOutcome evaluate_checkpoint(const EvalRequest& request) {
   }
 
   const std::unique_ptr<Task> task = make_task(config, loaded.device, TaskScope::kEvaluation);
+  const auto start = std::chrono::steady_clock::now();
   const nlohmann::json evaluation =
       validation ? task->evaluate_validation(loaded.model) : task->evaluate(loaded.model);
+  // The evaluation pass alone: loading and verifying the checkpoint are not part of it.
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EvalOutcome outcome;
   nlohmann::json& figures = outcome.figures;
   figures = task->checkpoint_figures(evaluation);
+  figures["seconds"] = seconds;
+  if (figures.contains("tokens") && figures["tokens"].is_number() && seconds > 0)
+    figures["tokens_per_s"] = figures["tokens"].get<double>() / seconds;
   outcome.table = task->results_table(evaluation);
   if (!request.lengths.empty() && !validation) {
     outcome.table += format_lengths(evaluation.at("by_pairs"), request.lengths, config.data.pairs);
