@@ -30,9 +30,10 @@ Command add_data_command(CLI::App& app) {
                                           "splits it; every document is stored as [BOS, ids..., EOS].");
   encode->add_option("--input", options->inputs, "Text files, encoded in this order")->required();
   encode
-      ->add_option("--tokenizer", options->tokenizer,
-                   "bytes (256 byte ids + BOS, EOS, PAD), a SentencePiece .model file, or a byte-level BPE "
-                   "vocabulary: a .gguf file (its tokenizer only) or an HF tokenizer.json (docs/tokenizers.md)")
+      ->add_option(
+          "--tokenizer", options->tokenizer,
+          "bytes (256 byte ids + BOS, EOS, PAD), a SentencePiece .model file, or a byte-level BPE "
+          "vocabulary: a .gguf file (its tokenizer only) or an HF tokenizer.json (docs/tokenizers.md)")
       ->capture_default_str();
   encode->add_option("--out", options->out, "Token file to write (training split)")->required();
   encode->add_option("--val-out", options->val_out, "Token file for the validation split (whole documents)");

@@ -378,14 +378,7 @@ size_t ByteBpeTokenizer::split_point(std::string_view text) const {
     }
     if (cut && !cuts_added_token(text, p)) return p;
   }
-  // No proven place: after the last newline, else before the last (perhaps incomplete) character.
-  const size_t newline = text.rfind('\n');
-  if (newline != std::string_view::npos) return newline + 1;
-  size_t cut = text.size();
-  while (cut > 0 && text.size() - cut < 3 && (static_cast<unsigned char>(text[cut - 1]) & 0xC0) == 0x80)
-    --cut;
-  if (cut > 0 && static_cast<unsigned char>(text[cut - 1]) >= 0xC0) --cut;
-  return cut > 0 ? cut : text.size();
+  return split_after_last_line(text);  // no proven place
 }
 
 std::unique_ptr<ByteBpeTokenizer> load_byte_bpe(const std::string& path) {

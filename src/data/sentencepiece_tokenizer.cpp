@@ -145,14 +145,7 @@ std::string SentencePieceTokenizer::decode(const std::vector<int64_t>& ids) cons
 }
 
 size_t SentencePieceTokenizer::split_point(std::string_view text) const {
-  const size_t newline = text.rfind('\n');
-  if (newline != std::string_view::npos) return newline + 1;
-  // Cut before the last character, which may be incomplete here (its rest in the next part).
-  size_t cut = text.size();
-  while (cut > 0 && text.size() - cut < 3 && (static_cast<unsigned char>(text[cut - 1]) & 0xC0) == 0x80)
-    --cut;
-  if (cut > 0 && static_cast<unsigned char>(text[cut - 1]) >= 0xC0) --cut;
-  return cut > 0 ? cut : text.size();
+  return split_after_last_line(text);
 }
 
 std::vector<std::string> SentencePieceTokenizer::pieces(std::string_view text) const {

@@ -34,6 +34,16 @@ const std::string& Tokenizer::chat_template() const {
   return none;
 }
 
+size_t split_after_last_line(std::string_view text) {
+  const size_t newline = text.rfind('\n');
+  if (newline != std::string_view::npos) return newline + 1;
+  size_t cut = text.size();
+  while (cut > 0 && text.size() - cut < 3 && (static_cast<unsigned char>(text[cut - 1]) & 0xC0) == 0x80)
+    --cut;
+  if (cut > 0 && static_cast<unsigned char>(text[cut - 1]) >= 0xC0) --cut;
+  return cut > 0 ? cut : text.size();
+}
+
 ByteTokenizer::ByteTokenizer() : info_{"bytes", 259, 256, 257, 258} {}
 
 std::vector<int64_t> ByteTokenizer::encode(std::string_view text) const {

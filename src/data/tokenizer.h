@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +48,10 @@ class Tokenizer {
   virtual bool adds_bos() const { return true; }
   virtual std::optional<int64_t> special_token_id(std::string_view /*text*/) const { return std::nullopt; }
 };
+
+// A cut for split_point where a tokenizer knows no better place: after the last newline, else before the
+// last (perhaps incomplete) UTF-8 character; never loses a byte, though the sides may encode differently.
+size_t split_after_last_line(std::string_view text);
 
 // One id per byte (0..255), then BOS 256, EOS 257, PAD 258: any byte string round-trips exactly.
 class ByteTokenizer : public Tokenizer {

@@ -26,10 +26,11 @@ struct InteropModel {
   nlohmann::json config;                      // the whole resolved run config, or null when imported
   std::map<std::string, at::Tensor> tensors;  // causal parameter names -> float32 CPU tensors
   // Export: the run's (absent for ids from another trainer). Import: the file's, when causal rebuilds it
-  // (a byte-level BPE vocabulary); otherwise absent, and the data's tokenizer is checked against vocab_pieces.
+  // (a byte-level BPE vocabulary); otherwise absent, and the data's tokenizer is checked against
+  // vocab_pieces.
   std::optional<InteropTokenizer> tokenizer;
-  std::string origin;                         // export: the checkpoint's config.json (named in errors)
-  std::vector<std::string> vocab_pieces;      // import: the file's vocab, id -> piece (empty: none in it)
+  std::string origin;                     // export: the checkpoint's config.json (named in errors)
+  std::vector<std::string> vocab_pieces;  // import: the file's vocab, id -> piece (empty: none in it)
 };
 
 }  // namespace causal

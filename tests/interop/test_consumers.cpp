@@ -15,6 +15,7 @@
 #include "data/token_file.h"
 #include "review/checkpoint_model.h"
 #include "support/cli.h"
+#include "support/document_logprobs.h"
 
 using namespace causal;
 using namespace causal::testing;
@@ -55,27 +56,12 @@ fs::path encode(const fs::path& root, const std::string& tokenizer, const std::s
   return out;
 }
 
-// Causal's per-token log-probabilities of every held-out document (float64 log-softmax of its float32
-// logits).
+// Causal's per-token log-probabilities of every held-out document, with what the consumers also check.
 nlohmann::json causal_docs(const fs::path& run, const fs::path& held) {
-  CheckpointModel loaded = load_checkpoint_model(run.string(), "", {});
-  const TokenFile file(held.string());
-  nlohmann::json docs = {{"docs", nlohmann::json::array()},
-                         {"logprobs", nlohmann::json::array()},
-                         {"texts", kHeldOut},
-                         {"prompt", kPrompt},
-                         {"bytes", file.tokenizer().name == "bytes"}};
-  torch::NoGradGuard no_grad;
-  for (int64_t d = 0; d < file.num_documents(); ++d) {
-    const std::vector<int64_t> ids = file.document(d);
-    const torch::Tensor tokens = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end() - 1)).unsqueeze(0);
-    const torch::Tensor logp = loaded.model->forward({tokens}).logits[0].to(torch::kDouble).log_softmax(-1);
-    const torch::Tensor labels = torch::tensor(std::vector<int64_t>(ids.begin() + 1, ids.end()));
-    const torch::Tensor picked = logp.gather(1, labels.unsqueeze(1)).squeeze(1).contiguous();
-    docs["docs"].push_back(ids);
-    docs["logprobs"].push_back(
-        std::vector<double>(picked.data_ptr<double>(), picked.data_ptr<double>() + picked.numel()));
-  }
+  nlohmann::json docs = document_logprobs(run, held);
+  docs["texts"] = kHeldOut;
+  docs["prompt"] = kPrompt;
+  docs["bytes"] = TokenFile(held.string()).tokenizer().name == "bytes";
   return docs;
 }
 

@@ -13,9 +13,8 @@
 #include <iomanip>
 #include <iostream>
 
-#include "data/token_file.h"
-#include "review/checkpoint_model.h"
 #include "support/cli.h"
+#include "support/document_logprobs.h"
 #include "support/skip.h"
 
 using namespace causal;
@@ -62,25 +61,6 @@ Result causal_ok(const std::string& args) {
   CATCH_INFO("causal " << args << "\n" << r.err);
   CATCH_REQUIRE(r.code == 0);
   return r;
-}
-
-// Causal's per-token log-probabilities of every document of `held` (float64 log-softmax of float32 logits).
-nlohmann::json causal_docs(const fs::path& run, const fs::path& held) {
-  CheckpointModel loaded = load_checkpoint_model(run.string(), "", {});
-  const TokenFile file(held.string());
-  nlohmann::json docs = {{"docs", nlohmann::json::array()}, {"logprobs", nlohmann::json::array()}};
-  torch::NoGradGuard no_grad;
-  for (int64_t d = 0; d < file.num_documents(); ++d) {
-    const std::vector<int64_t> ids = file.document(d);
-    const torch::Tensor tokens = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end() - 1)).unsqueeze(0);
-    const torch::Tensor logp = loaded.model->forward({tokens}).logits[0].to(torch::kDouble).log_softmax(-1);
-    const torch::Tensor labels = torch::tensor(std::vector<int64_t>(ids.begin() + 1, ids.end()));
-    const torch::Tensor picked = logp.gather(1, labels.unsqueeze(1)).squeeze(1).contiguous();
-    docs["docs"].push_back(ids);
-    docs["logprobs"].push_back(
-        std::vector<double>(picked.data_ptr<double>(), picked.data_ptr<double>() + picked.numel()));
-  }
-  return docs;
 }
 
 // llama.cpp's scores of the documents in `docs_file` on `gguf`.
@@ -139,7 +119,7 @@ CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through 
   causal_ok("data encode --input " + (root / "held.txt").string() + " --tokenizer " + original.string() +
             " --out " + held.string() + " --doc-separator '\\n\\n'");
   const fs::path docs_file = root / "docs.json";
-  std::ofstream(docs_file) << causal_docs(run, held).dump();
+  std::ofstream(docs_file) << document_logprobs(run, held).dump();
 
   // 1. llama.cpp on causal's f32 export of the imported model: the same log-probabilities.
   const fs::path exported = root / "smollm2.f32.gguf";
@@ -191,7 +171,7 @@ CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through 
   std::cout << "pretrained fine-tune: val loss " << before << " -> " << after << " after 100 steps ("
             << train_seconds << " s)\n";
   CATCH_CHECK(after < before);
-  std::ofstream(root / "tuned-docs.json") << causal_docs(run, held).dump();
+  std::ofstream(root / "tuned-docs.json") << document_logprobs(run, held).dump();
   const fs::path tuned = root / "tuned.f32.gguf";
   causal_ok("export --run " + run.string() + " --format gguf --out " + tuned.string());
   const nlohmann::json tuned_scores = llama_scores(root, root / "tuned-docs.json", tuned, "tuned-f32-export");
