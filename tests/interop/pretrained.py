@@ -6,6 +6,8 @@ Python.
       per-token log-probabilities of each document (ids given, not re-tokenized), compared with causal's
   pretrained.py chat --prompts PROMPTS.json --gguf F.gguf --max-tokens N --out RESULT.json
       llama.cpp's greedy answer to each prompt through the chat template in the file
+  pretrained.py hf --docs DOCS.json --hf DIR --out RESULT.json
+      transformers on an HF export: log-probabilities and the tokenizer's ids (DOCS.json has "texts")
 """
 import argparse
 import json
@@ -38,6 +40,24 @@ def score(path, docs):
             "llama_mean_nll": nll / count, "causal_mean_nll": causal_nll, "tokens": count}
 
 
+def hf(hf_dir, docs):
+    """transformers on causal's HF export: the same log-probabilities, and its tokenizer (the exported
+    tokenizer.json) gives the documents' ids after BOS."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    worst = 0.0
+    with torch.no_grad():
+        for doc, expected in zip(docs["docs"], docs["logprobs"]):
+            got = log_probs_of_labels(model(torch.tensor([doc[:-1]])).logits[0].numpy(), doc)
+            worst = max(worst, max(abs(a - b) for a, b in zip(got, expected)))
+    tok = AutoTokenizer.from_pretrained(hf_dir)
+    mismatches = sum(tok(text, add_special_tokens=False)["input_ids"] != doc[1:-1]
+                     for text, doc in zip(docs["texts"], docs["docs"]))
+    return {"hf_max_abs_logprob_diff": worst, "hf_tokenizer_mismatches": mismatches}
+
+
 def chat(path, prompts, max_tokens):
     llm = load(path)
     answers = []
@@ -53,7 +73,8 @@ def chat(path, prompts, max_tokens):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["probe", "score", "chat"])
+    parser.add_argument("command", choices=["probe", "score", "chat", "hf"])
+    parser.add_argument("--hf")
     parser.add_argument("--docs")
     parser.add_argument("--prompts")
     parser.add_argument("--gguf")
@@ -64,6 +85,7 @@ def main():
         try:
             import llama_cpp  # noqa: F401
             import numpy  # noqa: F401
+            import transformers  # noqa: F401
         except ImportError as e:
             print(f"missing {e.name}")
             return 1
@@ -71,6 +93,9 @@ def main():
     if args.command == "score":
         with open(args.docs) as f:
             result = score(args.gguf, json.load(f))
+    elif args.command == "hf":
+        with open(args.docs) as f:
+            result = hf(args.hf, json.load(f))
     else:
         with open(args.prompts) as f:
             result = chat(args.gguf, json.load(f), args.max_tokens)

