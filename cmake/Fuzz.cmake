@@ -13,6 +13,8 @@ set(CAUSAL_CUDA "${CAUSAL_CUDA}" CACHE BOOL "CUDA (unused by the fuzz build)")
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+find_package(ZLIB REQUIRED)
 
 # -O1 -g: fast enough to fuzz, and ASan's reports name lines.
 set(CAUSAL_FUZZ_COMPILE -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
@@ -29,7 +31,9 @@ set(CAUSAL_FUZZ_io ${src}/io/sha256.cpp ${src}/io/atomic_file.cpp ${src}/io/safe
 set(CAUSAL_FUZZ_checkpoint ${src}/checkpoint/checkpoint_dir.cpp)
 # SentencePiece is linked into the harnesses directly (tests/fuzz/sentencepiece_linked_backend.cpp).
 set(CAUSAL_FUZZ_data ${src}/data/token_file.cpp ${src}/data/token_import.cpp ${src}/data/tokenizer.cpp
-  ${src}/data/sentencepiece_tokenizer.cpp ${src}/data/text_encode.cpp
+  ${src}/data/sentencepiece_tokenizer.cpp ${src}/data/text_encode.cpp ${src}/data/byte_bpe_model.cpp
+  ${src}/data/byte_bpe_tokenizer.cpp ${src}/data/pre_tokenizer.cpp ${src}/data/chat_template.cpp
+  ${src}/data/jsonl_documents.cpp
   ${src}/data/sentencepiece_shim/sentencepiece_shim.cpp
   ${CMAKE_SOURCE_DIR}/tests/fuzz/sentencepiece_linked_backend.cpp)
 set(CAUSAL_FUZZ_sweep ${src}/sweep/sweep_spec.cpp)
@@ -43,11 +47,11 @@ foreach(part ${CAUSAL_FUZZ_PARTS})
   target_compile_options(causal_fuzz_${part} PRIVATE ${CAUSAL_FUZZ_COMPILE})
   target_link_libraries(causal_fuzz_${part} PRIVATE nlohmann_json::nlohmann_json)
 endforeach()
-target_link_libraries(causal_fuzz_data PRIVATE PkgConfig::SENTENCEPIECE)
+target_link_libraries(causal_fuzz_data PRIVATE PkgConfig::SENTENCEPIECE PkgConfig::PCRE2 ZLIB::ZLIB)
 
 # The harnesses: NAME -> the parts it links. A new parser adds its line here and its seed folder under
 # tests/fuzz/corpus/NAME/. The list stays on one line: tools/fuzz reads it with sed.
-set(CAUSAL_FUZZ_HARNESSES config overrides token_file safetensors checkpoint sentencepiece token_import sweep gguf hf gguf_quants)
+set(CAUSAL_FUZZ_HARNESSES config overrides token_file safetensors checkpoint sentencepiece token_import sweep gguf hf gguf_quants jsonl)
 set(CAUSAL_FUZZ_PARTS_config core config)
 set(CAUSAL_FUZZ_PARTS_overrides core config)
 set(CAUSAL_FUZZ_PARTS_token_file core config io data)
@@ -59,6 +63,7 @@ set(CAUSAL_FUZZ_PARTS_sweep core config io data sweep)
 set(CAUSAL_FUZZ_PARTS_gguf core config io data interop)
 set(CAUSAL_FUZZ_PARTS_hf core config io data interop)
 set(CAUSAL_FUZZ_PARTS_gguf_quants core io)
+set(CAUSAL_FUZZ_PARTS_jsonl core config io data)
 
 enable_testing()
 foreach(name ${CAUSAL_FUZZ_HARNESSES})
@@ -76,7 +81,7 @@ foreach(name ${CAUSAL_FUZZ_HARNESSES})
   target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_libraries(fuzz_${name} PRIVATE nlohmann_json::nlohmann_json)
   if(needs_sentencepiece)
-    target_link_libraries(fuzz_${name} PRIVATE PkgConfig::SENTENCEPIECE)
+    target_link_libraries(fuzz_${name} PRIVATE PkgConfig::SENTENCEPIECE PkgConfig::PCRE2 ZLIB::ZLIB)
   endif()
   # The replay: every committed input once (seeds and the crash inputs of fixed findings), label fuzz.
   add_test(NAME fuzz-replay:${name}

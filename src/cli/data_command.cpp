@@ -24,11 +24,39 @@ Command add_data_command(CLI::App& app) {
 
   auto options = std::make_shared<EncodeOptions>();
   auto memory_mb = std::make_shared<int64_t>(512);
-  CLI::App* encode = data->add_subcommand("encode",
-                                          "Text files -> a .tok token file (docs/data.md). Each input file "
-                                          "is one document unless --doc-separator "
-                                          "splits it; every document is stored as [BOS, ids..., EOS].");
-  encode->add_option("--input", options->inputs, "Text files, encoded in this order")->required();
+  auto format = std::make_shared<std::string>("text");
+  CLI::App* encode = data->add_subcommand(
+      "encode",
+      "Text or JSONL files -> a .tok token file (docs/data.md). Each text file is one document unless "
+      "--doc-separator splits it; each JSONL line is one document. Every document is stored as [BOS, "
+      "ids..., EOS]; the prompt-completion and chat formats add a loss mask that leaves the prompt out.");
+  encode
+      ->add_option("--input", options->inputs,
+                   "Text files, or JSONL files (.jsonl, .jsonl.gz), in this order")
+      ->required();
+  encode
+      ->add_option("--format", *format,
+                   "JSONL inputs: text ({\"text\": ...} per line), prompt-completion ({\"prompt\", "
+                   "\"completion\"}: only the completion counts in the loss) or chat ({\"messages\": [{role, "
+                   "content}]} through the tokenizer's chat template, ChatML when it has none: only the "
+                   "assistant's turns count)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "prompt-completion", "chat"}));
+  encode->add_option("--field", options->jsonl.text, "--format text: the field holding the document")
+      ->capture_default_str();
+  encode
+      ->add_option("--prompt-field", options->jsonl.prompt, "--format prompt-completion: the prompt's field")
+      ->capture_default_str();
+  encode
+      ->add_option("--completion-field", options->jsonl.completion,
+                   "--format prompt-completion: the completion's field")
+      ->capture_default_str();
+  encode->add_option("--chat-template", options->chat_template,
+                     "--format chat: the template family to render with instead of the tokenizer's (chatml, "
+                     "llama3, llama3.1, llama2, gemma, mistral, phi3, zephyr)");
+  encode->add_flag("--skip-bad-lines", options->skip_bad_lines,
+                   "JSONL: skip lines that are not JSON or lack a field, count them and report the first, "
+                   "instead of stopping at the first with nothing written");
   encode
       ->add_option(
           "--tokenizer", options->tokenizer,
@@ -58,8 +86,9 @@ Command add_data_command(CLI::App& app) {
   auto import = std::make_shared<ImportOptions>();
   CLI::App* import_cmd = data->add_subcommand(
       "import", "Another trainer's token file (nanoGPT or llm.c .bin) -> a .tok token file");
-  auto format = std::make_shared<std::string>();
-  import_cmd->add_option("--format", *format, "nanogpt (flat uint16) or llmc (256 x int32 header, then ids)")
+  auto import_format = std::make_shared<std::string>();
+  import_cmd
+      ->add_option("--format", *import_format, "nanogpt (flat uint16) or llmc (256 x int32 header, then ids)")
       ->required()
       ->check(CLI::IsMember({"nanogpt", "llmc"}));
   import_cmd->add_option("--input", import->input, "The .bin file")->required();
@@ -104,12 +133,13 @@ Command add_data_command(CLI::App& app) {
   return {data, [=] {
             if (encode->parsed()) {
               options->memory_cap_bytes = *memory_mb * (int64_t{1} << 20);
+              options->jsonl.format = jsonl_format_from_name(*format);
               options->progress = print_progress;
               std::cout << encode_text_files(*options) << std::flush;
             } else if (inspect->parsed()) {
               std::cout << inspect_token_file(*tok_path) << std::flush;
             } else if (import_cmd->parsed()) {
-              import->format = *format == "llmc" ? ImportFormat::kLlmc : ImportFormat::kNanoGpt;
+              import->format = *import_format == "llmc" ? ImportFormat::kLlmc : ImportFormat::kNanoGpt;
               std::cout << import_token_file(*import) << std::flush;
             } else if (train_cmd->parsed()) {
               train->progress = print_progress;

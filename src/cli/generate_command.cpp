@@ -48,8 +48,9 @@ Command add_generate_command(CLI::App& app) {
   generate->add_option("--prompt", request->prompt,
                        "Prompt text (its tokens, after BOS where the tokenizer's model expects one)");
   generate->add_option("--chat", request->chat,
-                       "A user message, rendered through the run's chat template (docs/chat.md); prints the "
-                       "answer, which ends at the template's end-of-turn token");
+                       "A user message, rendered through the run's chat template (ChatML when the tokenizer "
+                       "has none; docs/chat.md); prints the answer, which ends at the template's end-of-turn "
+                       "token");
   generate->add_option("--system", request->system, "With --chat: a system message before it");
   generate->add_option("--chat-template", request->chat_template,
                        "With --chat: the template family to use instead of the recorded one (chatml, llama3, "

@@ -88,9 +88,10 @@ Batch collate_rows(const TokenFile& file, const std::vector<TextRow>& rows, cons
       // pairs inputs plus one more token: the label of the piece's last input.
       ids.resize(piece.pairs + 1);
       file.read_tokens(file.document_start(piece.document) + piece.begin, piece.pairs + 1, ids.data());
+      const int64_t first_label = file.document_start(piece.document) + piece.begin + 1;
       for (int64_t j = 0; j < piece.pairs; ++j) {
         tok[r][col + j] = ids[j];
-        lab[r][col + j] = ids[j + 1];
+        lab[r][col + j] = file.supervised(first_label + j) ? ids[j + 1] : kIgnoreLabel;
         pos[r][col + j] = j;
         seg[r][col + j] = segment;
         valid[r][col + j] = true;

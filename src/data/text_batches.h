@@ -43,7 +43,8 @@ std::vector<TextRow> plan_rows(const TokenFile& file, const std::vector<int64_t>
 
 // The batch of `rows` (B = rows.size(), T = seq_len):
 //   tokens (B,T,1) int64, PAD where no piece is; positions (B,T) int64, 0 .. pairs-1 per piece, 0 on PAD;
-//   key_valid (B,T) bool, false on PAD; labels (B,T) int64, kIgnoreLabel on PAD;
+//   key_valid (B,T) bool, false on PAD; labels (B,T) int64, kIgnoreLabel on PAD and where the file's loss
+//   mask leaves a label out (an instruction's prompt);
 //   segment_ids (B,T) int64: pieces numbered 1, 2, ... in each row and 0 on PAD, defined only for packed
 //   rows with isolate_documents (padded rows hold one piece; unisolated packed rows see each other).
 Batch collate_rows(const TokenFile& file, const std::vector<TextRow>& rows, const TextRowOptions& options);

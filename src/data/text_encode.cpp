@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "data/chat_template.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
 #include "io/atomic_file.h"
@@ -132,7 +133,8 @@ std::vector<bool> choose_validation_documents(int64_t count, double fraction) {
 
 namespace {
 
-// Where a document lies in the inputs: found by the first pass, read again by the second.
+// Where a document lies in the inputs: found by the first pass, read again by the second. A JSONL
+// document is the line numbered `offset` (from 1) whose text segments hold `length` bytes.
 struct DocSpan {
   size_t file = 0;
   uint64_t offset = 0;
@@ -188,9 +190,10 @@ void scan_documents(const std::vector<std::string>& inputs, size_t file, const s
 
 // One piece of a document's text, encoded by some thread of the pool.
 struct Chunk {
-  size_t doc = 0;      // index into the kept documents
-  bool first = false;  // begins its document
-  bool last = false;   // ends its document
+  size_t doc = 0;          // index into the kept documents
+  bool first = false;      // begins its document
+  bool last = false;       // ends its document
+  bool supervised = true;  // the loss counts its ids (a mask is written only for JSONL instruction formats)
   std::string text;
   std::vector<int64_t> ids;
 };
@@ -238,6 +241,43 @@ void check_encode_options(const EncodeOptions& options) {
     throw DataError("[data encode] --memory-mb must be at least 1 (MiB), got " +
                     std::to_string(options.memory_cap_bytes >> 20));
   }
+  const auto jsonl =
+      static_cast<size_t>(std::count_if(options.inputs.begin(), options.inputs.end(), is_jsonl_path));
+  if (jsonl != 0 && jsonl != options.inputs.size()) {
+    throw DataError(
+        "[data encode] the inputs mix JSONL (.jsonl, .jsonl.gz) and text files; encode them apart");
+  }
+  if (jsonl == 0 && options.jsonl.format != JsonlFormat::kText) {
+    throw DataError("[data encode] --format " + jsonl_format_name(options.jsonl.format) +
+                    " reads JSONL inputs (.jsonl or .jsonl.gz), got '" + options.inputs[0] + "'");
+  }
+  if (jsonl != 0 && !options.doc_separator.empty()) {
+    throw DataError("[data encode] --doc-separator splits text files; a JSONL line is already one document");
+  }
+  if (jsonl == 0 && options.skip_bad_lines)
+    throw DataError("[data encode] --skip-bad-lines applies to JSONL inputs only");
+  if (!options.chat_template.empty() && options.jsonl.format != JsonlFormat::kChat)
+    throw DataError("[data encode] --chat-template goes with --format chat");
+}
+
+// The chat format JSONL conversations are rendered in: the named family, else the tokenizer's template,
+// else ChatML (bytes and SentencePiece record none).
+ChatFormat encode_chat_format(const EncodeOptions& options, const Tokenizer& tokenizer) {
+  if (!options.chat_template.empty()) {
+    try {
+      return ChatFormat{chat_family_from_name(options.chat_template)};
+    } catch (const UsageError& e) {
+      throw DataError(std::string("[data encode] --chat-template: ") + e.what());
+    }
+  }
+  if (tokenizer.chat_template().empty()) return ChatFormat{ChatFamily::kChatMl};
+  if (std::optional<ChatFormat> format = detect_chat_format(tokenizer.chat_template())) return *format;
+  std::string names;
+  for (const std::string& name : chat_family_names()) names += (names.empty() ? "" : ", ") + name;
+  throw DataError(
+      "[data encode] the tokenizer's chat template is not one causal recognises; name the family it "
+      "follows with --chat-template (" +
+      names + ")");
 }
 
 // A chunk of n bytes holds its text and at most n ids of 8 bytes while in flight: 9n bytes.
@@ -251,11 +291,16 @@ class TextEncoder {
       : options_(options),
         tokenizer_(make_tokenizer(options.tokenizer)),
         split_(!options.val_out.empty()),
+        jsonl_(is_jsonl_path(options.inputs[0])),
+        masked_(jsonl_ && options.jsonl.format != JsonlFormat::kText),
         threads_(options.threads > 0 ? options.threads
                                      : std::max<int64_t>(1, std::thread::hardware_concurrency())),
         // Small enough for every thread to get a few chunks per window.
         chunk_bytes_(static_cast<size_t>(std::clamp<int64_t>(
-            options.memory_cap_bytes / kInFlightPerByte / (4 * threads_), 4096, int64_t{4} << 20))) {}
+            options.memory_cap_bytes / kInFlightPerByte / (4 * threads_), 4096, int64_t{4} << 20))) {
+    if (jsonl_ && options.jsonl.format == JsonlFormat::kChat)
+      chat_ = encode_chat_format(options, *tokenizer_);
+  }
 
   EncodeResult run() {
     find_documents();
@@ -264,10 +309,12 @@ class TextEncoder {
     const std::string& model = tokenizer_->model_bytes();
     io_as<DataError>([&] {
       write_file_atomically(options_.out, [&](std::ostream& train_out) {
-        TokenFileWriter train(train_out, options_.out, info, model, /*document_bytes_known=*/true);
+        TokenFileWriter train(train_out, options_.out, info, model, /*document_bytes_known=*/true,
+                              std::nullopt, masked_);
         if (!split_) return write_all(train, nullptr);
         write_file_atomically(options_.val_out, [&](std::ostream& val_out) {
-          TokenFileWriter val(val_out, options_.val_out, info, model, /*document_bytes_known=*/true);
+          TokenFileWriter val(val_out, options_.val_out, info, model, /*document_bytes_known=*/true,
+                              std::nullopt, masked_);
           write_all(train, &val);
         });
       });
@@ -283,16 +330,105 @@ class TextEncoder {
     const std::string separator = unescape_separator(options_.doc_separator);
     for (size_t f = 0; f < options_.inputs.size(); ++f) {
       const size_t before = spans_.size();
-      scan_documents(options_.inputs, f, separator, chunk_bytes_, spans_, result_.input_bytes);
+      if (jsonl_) {
+        scan_jsonl(f);
+      } else {
+        scan_documents(options_.inputs, f, separator, chunk_bytes_, spans_, result_.input_bytes);
+      }
       if (spans_.size() == before) ++skipped_files_;
     }
     if (spans_.empty()) {
       throw DataError("[data encode] the " + std::to_string(options_.inputs.size()) +
-                      " input file(s) hold no non-empty document");
+                      " input file(s) hold no non-empty document" +
+                      (result_.bad_lines > 0 ? " (" + std::to_string(result_.bad_lines) +
+                                                   " bad line(s) skipped; the first: " + first_bad_line_ + ")"
+                                             : std::string()));
     }
     is_val_ = split_ ? choose_validation_documents(static_cast<int64_t>(spans_.size()), options_.val_fraction)
                      : std::vector<bool>(spans_.size(), false);
     for (const DocSpan& span : spans_) text_bytes_ += static_cast<int64_t>(span.length);
+  }
+
+  // The JSONL line `line` of file `f` as a document, or the error that stops the encoding.
+  std::optional<JsonlDocument> jsonl_document(size_t f, const LineReader& reader, const std::string& line) {
+    auto parsed = parse_jsonl_line(line, options_.jsonl, chat_ ? &*chat_ : nullptr);
+    if (auto* doc = std::get_if<JsonlDocument>(&parsed)) return std::move(*doc);
+    const JsonlLineError& error = std::get<JsonlLineError>(parsed);
+    const std::string where = options_.inputs[f] + ":" + std::to_string(reader.line_number()) + ": " +
+                              (error.field == "(line)" ? "the line " : "field '" + error.field + "' ") +
+                              error.problem;
+    if (!options_.skip_bad_lines) {
+      throw DataError("[data encode] " + where + " (" + jsonl_format_name(options_.jsonl.format) +
+                      " format); nothing was written (--skip-bad-lines skips such lines)");
+    }
+    if (result_.bad_lines++ == 0) first_bad_line_ = where;
+    return std::nullopt;
+  }
+
+  // First pass over a JSONL input: every line parsed (and, for chat, rendered), the documents kept with
+  // their supervised bytes and whether their EOS counts.
+  void scan_jsonl(size_t f) {
+    LineReader reader(options_.inputs[f]);
+    std::string line;
+    while (reader.next(line)) {
+      const std::optional<JsonlDocument> doc = jsonl_document(f, reader, line);
+      if (!doc) continue;
+      int64_t bytes = 0, supervised_bytes = 0;
+      bool any_supervised = doc->eos_supervised;
+      for (const DocumentSegment& segment : doc->segments) {
+        bytes += static_cast<int64_t>(segment.text.size());
+        if (segment.supervised) supervised_bytes += static_cast<int64_t>(segment.text.size());
+        any_supervised = any_supervised || (segment.supervised && !segment.text.empty());
+      }
+      if (doc->segments.empty() || !any_supervised) {
+        ++(doc->segments.empty() ? empty_lines_ : unsupervised_lines_);
+        continue;
+      }
+      spans_.push_back({f, static_cast<uint64_t>(reader.line_number()), static_cast<uint64_t>(bytes)});
+      doc_bytes_.push_back(masked_ ? supervised_bytes : bytes);
+      eos_supervised_.push_back(doc->eos_supervised);
+    }
+    result_.input_bytes += reader.bytes_read();
+  }
+
+  // Second pass: the kept documents of JSONL input `f` from `d` on, their segments queued as chunks.
+  size_t read_jsonl(size_t f, size_t d, TokenFileWriter& train, TokenFileWriter* val) {
+    LineReader reader(options_.inputs[f]);
+    std::string line;
+    for (; d < spans_.size() && spans_[d].file == f; ++d) {
+      do {
+        if (!reader.next(line)) {
+          throw DataError("[data encode] input '" + options_.inputs[f] +
+                          "' changed while it was being encoded (shorter than on the first pass)");
+        }
+      } while (static_cast<uint64_t>(reader.line_number()) < spans_[d].offset);
+      std::optional<JsonlDocument> doc = jsonl_document(f, reader, line);
+      if (!doc || doc->segments.empty())
+        throw DataError("[data encode] input '" + options_.inputs[f] +
+                        "' changed while it was being encoded");
+      for (size_t i = 0; i < doc->segments.size(); ++i) {
+        Chunk chunk;
+        chunk.doc = d;
+        chunk.first = i == 0;
+        chunk.last = i + 1 == doc->segments.size();
+        chunk.supervised = doc->segments[i].supervised;
+        chunk.text = std::move(doc->segments[i].text);
+        queue(std::move(chunk), train, val);
+      }
+    }
+    return d;
+  }
+
+  // Adds a chunk to the window, encoding and writing the window first when it would not fit.
+  void queue(Chunk chunk, TokenFileWriter& train, TokenFileWriter* val) {
+    const int64_t charge = kInFlightPerByte * static_cast<int64_t>(chunk.text.size());
+    if (!window_.empty() && window_charge_ + charge > options_.memory_cap_bytes) flush_window(train, val);
+    window_charge_ += charge;
+    window_.push_back(std::move(chunk));
+  }
+
+  int64_t document_bytes(size_t d) const {
+    return jsonl_ ? doc_bytes_[d] : static_cast<int64_t>(spans_[d].length);
   }
 
   // At most every 2 s, and once at the end.
@@ -317,11 +453,21 @@ class TextEncoder {
     int64_t held = 0;
     for (const Chunk& c : window_) held += static_cast<int64_t>(c.text.size() + 8 * c.ids.size());
     result_.peak_buffered_bytes = std::max(result_.peak_buffered_bytes, held);
+    std::vector<uint8_t> flags;
     for (const Chunk& c : window_) {
       TokenFileWriter& out = is_val_[c.doc] ? *val : train;
       if (c.first) out.begin_document();
-      out.append(c.ids.data(), c.ids.size());
-      if (c.last) out.end_document(static_cast<int64_t>(spans_[c.doc].length));
+      flags.assign(c.ids.size(), c.supervised ? 1 : 0);
+      out.append(c.ids.data(), c.ids.size(), flags.data());
+      const auto ids = static_cast<int64_t>(c.ids.size());
+      result_.labels += ids;
+      result_.supervised_labels += c.supervised ? ids : 0;
+      if (c.last) {
+        const bool eos = !jsonl_ || eos_supervised_[c.doc];
+        out.end_document(document_bytes(c.doc), eos);
+        result_.labels += 1;
+        result_.supervised_labels += eos ? 1 : 0;
+      }
       done_bytes_ += static_cast<int64_t>(c.text.size());
     }
     window_.clear();
@@ -356,17 +502,15 @@ class TextEncoder {
       chunk.text = rest.substr(0, cut);
       rest.erase(0, cut);
       first = false;
-      const int64_t charge = kInFlightPerByte * static_cast<int64_t>(chunk.text.size());
-      if (window_charge_ + charge > options_.memory_cap_bytes) flush_window(train, val);
-      window_charge_ += charge;
-      window_.push_back(std::move(chunk));
+      queue(std::move(chunk), train, val);
     }
   }
 
   void write_all(TokenFileWriter& train, TokenFileWriter* val) {
     std::ifstream in;
     size_t open_file = options_.inputs.size();
-    for (size_t d = 0; d < spans_.size(); ++d) {
+    for (size_t d = 0; jsonl_ && d < spans_.size();) d = read_jsonl(spans_[d].file, d, train, val);
+    for (size_t d = 0; !jsonl_ && d < spans_.size(); ++d) {
       if (spans_[d].file != open_file) {
         open_file = spans_[d].file;
         in = std::ifstream(options_.inputs[open_file], std::ios::binary);
@@ -386,10 +530,30 @@ class TextEncoder {
     const auto count = static_cast<int64_t>(spans_.size());
     std::ostringstream s;
     s << "tokenizer " << info.describe() << "\n";
+    if (jsonl_) {
+      s << "format " << jsonl_format_name(options_.jsonl.format);
+      if (chat_) s << " (chat template " << chat_family_name(chat_->family) << ")";
+      s << (masked_ ? ", with a loss mask: the prompt does not count in the loss\n" : "\n");
+    }
     s << "read " << options_.inputs.size() << " file(s), " << result_.input_bytes << " bytes: " << count
       << " document(s)";
     if (skipped_files_ > 0) s << " (" << skipped_files_ << " empty file(s) skipped)";
     s << "\n";
+    if (empty_lines_ > 0) s << "skipped " << empty_lines_ << " blank line(s) or empty document(s)\n";
+    if (unsupervised_lines_ > 0)
+      s << "skipped " << unsupervised_lines_
+        << " conversation(s) with no assistant turn (nothing to learn)\n";
+    if (result_.bad_lines > 0)
+      s << "skipped " << result_.bad_lines
+        << " bad line(s) (--skip-bad-lines); the first: " << first_bad_line_ << "\n";
+    if (masked_) {
+      char share[160];
+      std::snprintf(share, sizeof(share), "supervised %lld of %lld labels (%.1f%%)\n",
+                    static_cast<long long>(result_.supervised_labels), static_cast<long long>(result_.labels),
+                    100.0 * static_cast<double>(result_.supervised_labels) /
+                        static_cast<double>(std::max<int64_t>(result_.labels, 1)));
+      s << share;
+    }
     const std::string width = to_string(smallest_dtype(info.vocab_size));
     s << "wrote " << options_.out << ": " << train_docs_ << " documents, " << train_tokens_ << " tokens ("
       << width << ")\n";
@@ -412,12 +576,19 @@ class TextEncoder {
   const EncodeOptions& options_;
   const std::unique_ptr<Tokenizer> tokenizer_;
   const bool split_;
+  const bool jsonl_;   // the inputs are JSONL
+  const bool masked_;  // ... in a format that writes a loss mask
   const int64_t threads_;
   const size_t chunk_bytes_;
 
   EncodeResult result_;
   std::vector<DocSpan> spans_;
   std::vector<bool> is_val_;
+  std::optional<ChatFormat> chat_;
+  std::vector<int64_t> doc_bytes_;    // JSONL: bytes each document records (its supervised text's if masked)
+  std::vector<bool> eos_supervised_;  // JSONL: whether each document's EOS counts
+  int64_t empty_lines_ = 0, unsupervised_lines_ = 0;
+  std::string first_bad_line_;
   int64_t skipped_files_ = 0;
   int64_t text_bytes_ = 0, done_bytes_ = 0;
   std::chrono::steady_clock::time_point start_, last_report_;
@@ -451,6 +622,15 @@ std::string inspect_token_file(const std::string& path) {
   s << "format      causal token file v" << h.version << ", " << to_string(h.dtype) << " ids\n";
   s << "tokenizer   " << h.tokenizer.describe() << "\n";
   s << "tokens      " << h.token_count << " (" << h.token_count - n << " (input, label) pairs)\n";
+  if (h.loss_mask) {
+    char line[128];
+    std::snprintf(line, sizeof(line),
+                  "supervised  %lld of %lld labels (%.1f%%) count in the loss (loss mask)\n",
+                  static_cast<long long>(file.supervised_labels()), static_cast<long long>(h.token_count - n),
+                  100.0 * static_cast<double>(file.supervised_labels()) /
+                      static_cast<double>(std::max<int64_t>(h.token_count - n, 1)));
+    s << line;
+  }
   s << "documents   " << n << "\n";
   s << "doc tokens  min " << sorted.front() << ", median " << quantile(0.5) << ", mean " << fixed1(mean)
     << ", p90 " << quantile(0.9) << ", max " << sorted.back() << " (BOS and EOS included)\n";

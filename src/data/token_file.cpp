@@ -30,6 +30,7 @@ constexpr size_t kOffMagic = 0, kOffVersion = 8, kOffWidth = 12, kOffVocab = 16,
 // Version 2 uses the first 12 reserved bytes: the embedded model's size and flags.
 constexpr size_t kOffModelBytes = 96, kOffFlags = 104, kOffReservedV2 = 108;
 constexpr uint32_t kFlagDocumentBytes = 1;  // the document byte count section holds real counts
+constexpr uint32_t kFlagLossMask = 2;       // v3: a loss mask section follows the byte counts
 constexpr size_t kSha256Bytes = 32;
 
 std::string token_file_at(const std::string& path) { return "[token file] " + path + ": "; }
@@ -54,12 +55,16 @@ uint64_t offsets_begin(const TokenFileHeader& h) {
   return align8(kTokenFileHeaderBytes + static_cast<uint64_t>(h.token_count) * dtype_bytes(h.dtype));
 }
 
-// v2: offsets, then the document byte counts, then the model and its sha256.
+// v2: offsets, then the document byte counts, (v3) the loss mask padded to 8 bytes, then the model and its
+// sha256.
 uint64_t doc_bytes_begin(const TokenFileHeader& h) {
   return offsets_begin(h) + 8 * static_cast<uint64_t>(h.document_count);
 }
-uint64_t model_begin(const TokenFileHeader& h) {
+uint64_t mask_begin(const TokenFileHeader& h) {
   return doc_bytes_begin(h) + 8 * static_cast<uint64_t>(h.document_count);
+}
+uint64_t model_begin(const TokenFileHeader& h) {
+  return mask_begin(h) + (h.loss_mask ? align8(static_cast<uint64_t>(h.token_count)) : 0);
 }
 
 std::string hex_of(const unsigned char* p, size_t n) {
@@ -159,10 +164,12 @@ TokenFileHeader parse_header(const unsigned char* p, uint64_t file_size, const s
                       " bytes is too short for the " + std::to_string(model) +
                       "-byte tokenizer model its header declares: truncated or corrupt");
     }
-    if ((flags & ~kFlagDocumentBytes) != 0)
+    const uint32_t known = h.version >= 3 ? (kFlagDocumentBytes | kFlagLossMask) : kFlagDocumentBytes;
+    if ((flags & ~known) != 0)
       throw DataError(token_file_at(path) + "corrupt header: unknown flags " + std::to_string(flags));
     h.model_bytes = static_cast<int64_t>(model);
     h.document_bytes_known = (flags & kFlagDocumentBytes) != 0;
+    h.loss_mask = (flags & kFlagLossMask) != 0;
     reserved_from = kOffReservedV2;
   }
   for (size_t i = reserved_from; i < kTokenFileHeaderBytes; ++i) {
@@ -263,6 +270,31 @@ std::pair<int, struct stat> open_regular_file(const std::string& path) {
   return {fd, st};
 }
 
+// Every mask byte is a flag, a document's BOS (never a label) is 0 and the padding after the mask is zero;
+// returns the labels the mask lets count. `offsets` are the validated document offsets.
+int64_t check_loss_mask(const std::string& path, const TokenFileHeader& h, const unsigned char* mask,
+                        const unsigned char* offsets) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < h.token_count; ++i) {
+    if (mask[i] > 1) {
+      throw DataError(token_file_at(path) + "loss mask byte " + std::to_string(static_cast<int>(mask[i])) +
+                      " at token offset " + std::to_string(i) + " is not 0 or 1: corrupt");
+    }
+    count += mask[i];
+  }
+  for (int64_t d = 0; d < h.document_count; ++d) {
+    const auto begin = static_cast<int64_t>(load<uint64_t>(offsets + 8 * d));
+    if (mask[begin] != 0) {
+      throw DataError(token_file_at(path) + "loss mask marks the BOS of document " + std::to_string(d) +
+                      " (token offset " + std::to_string(begin) + ") as a label: corrupt");
+    }
+  }
+  for (uint64_t i = static_cast<uint64_t>(h.token_count); i < align8(h.token_count); ++i) {
+    if (mask[i] != 0) throw DataError(token_file_at(path) + "loss mask padding is not zero: corrupt");
+  }
+  return count;
+}
+
 }  // namespace
 
 int64_t dtype_bytes(TokenDtype dtype) { return dtype == TokenDtype::kU16 ? 2 : 4; }
@@ -329,6 +361,7 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     tokens_ = base + kTokenFileHeaderBytes;
     offsets_ = base + offsets_begin(header_);
     if (header_.version >= 2) doc_bytes_ = base + doc_bytes_begin(header_);
+    if (header_.loss_mask) mask_ = base + mask_begin(header_);
     if (header_.model_bytes > 0) {
       const unsigned char* model = base + model_begin(header_);
       model_.assign(reinterpret_cast<const char*>(model), static_cast<size_t>(header_.model_bytes));
@@ -363,6 +396,8 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
         total += bytes;
       }
     }
+    supervised_labels_ = header_.token_count - header_.document_count;
+    if (mask_ != nullptr) supervised_labels_ = check_loss_mask(path_, header_, mask_, offsets_);
   } catch (...) {
     unmap();
     throw;
@@ -379,10 +414,12 @@ TokenFile::TokenFile(TokenFile&& other) noexcept
       tokens_(other.tokens_),
       offsets_(other.offsets_),
       doc_bytes_(other.doc_bytes_),
+      mask_(other.mask_),
+      supervised_labels_(other.supervised_labels_),
       model_(std::move(other.model_)) {
   other.map_ = nullptr;
   other.map_bytes_ = 0;
-  other.tokens_ = other.offsets_ = other.doc_bytes_ = nullptr;
+  other.tokens_ = other.offsets_ = other.doc_bytes_ = other.mask_ = nullptr;
 }
 
 TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
@@ -395,10 +432,12 @@ TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
     tokens_ = other.tokens_;
     offsets_ = other.offsets_;
     doc_bytes_ = other.doc_bytes_;
+    mask_ = other.mask_;
+    supervised_labels_ = other.supervised_labels_;
     model_ = std::move(other.model_);
     other.map_ = nullptr;
     other.map_bytes_ = 0;
-    other.tokens_ = other.offsets_ = other.doc_bytes_ = nullptr;
+    other.tokens_ = other.offsets_ = other.doc_bytes_ = other.mask_ = nullptr;
   }
   return *this;
 }
@@ -446,8 +485,8 @@ int64_t TokenFile::document_bytes(int64_t d) const {
 
 TokenFileWriter::TokenFileWriter(std::ostream& out, std::string path, TokenizerInfo tokenizer,
                                  std::string model, bool document_bytes_known,
-                                 std::optional<TokenDtype> dtype)
-    : out_(out), path_(std::move(path)), model_(std::move(model)) {
+                                 std::optional<TokenDtype> dtype, bool loss_mask)
+    : out_(out), path_(std::move(path)), model_(std::move(model)), loss_mask_(loss_mask) {
   header_.dtype = dtype.value_or(smallest_dtype(tokenizer.vocab_size));
   header_.tokenizer = std::move(tokenizer);
   header_.model_bytes = static_cast<int64_t>(model_.size());
@@ -489,15 +528,20 @@ void TokenFileWriter::flush_ids() {
 void TokenFileWriter::begin_document() {
   starts_.push_back(tokens_);
   put_id(header_.tokenizer.bos_id);
+  if (loss_mask_) mask_.push_back(0);
 }
 
-void TokenFileWriter::append(const int64_t* ids, size_t count) {
+void TokenFileWriter::append(const int64_t* ids, size_t count, const uint8_t* supervised) {
   for (size_t i = 0; i < count; ++i) put_id(ids[i]);
+  if (loss_mask_) {
+    for (size_t i = 0; i < count; ++i) mask_.push_back(supervised == nullptr || supervised[i] != 0 ? 1 : 0);
+  }
   if (buffer_.size() >= (size_t{1} << 20)) flush_ids();
 }
 
-void TokenFileWriter::end_document(int64_t bytes) {
+void TokenFileWriter::end_document(int64_t bytes, bool eos_supervised) {
   put_id(header_.tokenizer.eos_id);
+  if (loss_mask_) mask_.push_back(eos_supervised ? 1 : 0);
   bytes_.push_back(header_.document_bytes_known ? static_cast<uint64_t>(bytes) : 0);
 }
 
@@ -521,6 +565,10 @@ void TokenFileWriter::finish() {
   put(zeros, align8(written) - written);
   put(starts_.data(), 8 * starts_.size());
   put(bytes_.data(), 8 * bytes_.size());
+  if (loss_mask_) {
+    put(mask_.data(), mask_.size());
+    put(zeros, align8(mask_.size()) - mask_.size());
+  }
   if (!model_.empty()) {
     put(model_.data(), model_.size());
     const std::string hex = header_.tokenizer.model_sha256;  // checked against the model by the constructor
@@ -543,7 +591,8 @@ void TokenFileWriter::finish() {
   store<uint64_t>(header + kOffPad, t.pad_id);
   std::memcpy(header + kOffName, t.name.data(), t.name.size());
   store<uint64_t>(header + kOffModelBytes, static_cast<uint64_t>(model_.size()));
-  store<uint32_t>(header + kOffFlags, header_.document_bytes_known ? kFlagDocumentBytes : 0);
+  store<uint32_t>(header + kOffFlags,
+                  (header_.document_bytes_known ? kFlagDocumentBytes : 0) | (loss_mask_ ? kFlagLossMask : 0));
   out_.seekp(0);
   put(header, sizeof(header));
   out_.seekp(0, std::ios::end);
@@ -552,7 +601,7 @@ void TokenFileWriter::finish() {
 void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
                       const std::vector<int64_t>& tokens, const std::vector<int64_t>& document_starts,
                       std::optional<TokenDtype> dtype, const std::vector<int64_t>& document_bytes,
-                      const std::string& model) {
+                      const std::string& model, const std::vector<uint8_t>& loss_mask) {
   const TokenDtype width = dtype.value_or(smallest_dtype(tokenizer.vocab_size));
   check_tokenizer_fields(tokenizer, width, path);
   const auto d = static_cast<int64_t>(document_starts.size());
@@ -564,16 +613,30 @@ void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
   check_body(
       path, tokenizer, static_cast<int64_t>(tokens.size()), d, [&](int64_t i) { return tokens[i]; },
       [&](int64_t k) { return document_starts[k]; }, /*width=*/0);
+  if (!loss_mask.empty()) {
+    if (loss_mask.size() != tokens.size()) {
+      throw DataError(token_file_at(path) + std::to_string(loss_mask.size()) + " loss mask flags for " +
+                      std::to_string(tokens.size()) + " tokens");
+    }
+    for (int64_t k = 0; k < d; ++k) {
+      if (loss_mask[document_starts[k]] != 0)
+        throw DataError(token_file_at(path) + "the loss mask marks the BOS of document " + std::to_string(k) +
+                        " as a label; a BOS is never one");
+    }
+  }
   const bool derived = document_bytes.empty() && tokenizer.name == "bytes";
   const bool known = !document_bytes.empty() || derived;
   io_as<DataError>([&] {
     write_file_atomically(path, [&](std::ostream& out) {
-      TokenFileWriter writer(out, path, tokenizer, model, known, width);
+      TokenFileWriter writer(out, path, tokenizer, model, known, width, !loss_mask.empty());
       for (int64_t k = 0; k < d; ++k) {
         const int64_t begin = document_starts[k];
         const int64_t end = k + 1 < d ? document_starts[k + 1] : static_cast<int64_t>(tokens.size());
         const int64_t bytes = document_bytes.empty() ? end - begin - 2 : document_bytes[k];
-        writer.add_document(tokens.data() + begin + 1, static_cast<size_t>(end - begin - 2), bytes);
+        writer.begin_document();
+        writer.append(tokens.data() + begin + 1, static_cast<size_t>(end - begin - 2),
+                      loss_mask.empty() ? nullptr : loss_mask.data() + begin + 1);
+        writer.end_document(bytes, loss_mask.empty() || loss_mask[end - 1] != 0);
       }
       writer.finish();
     });

@@ -15,9 +15,9 @@
 
 namespace causal {
 
-// Version 2 added each document's byte count and the tokenizer model; version 1 files (bytes tokenizer
-// only) still open, their byte counts derived from their lengths.
-constexpr uint32_t kTokenFileVersion = 2;
+// Version 2 added each document's byte count and the tokenizer model, version 3 an optional loss mask;
+// version 1 files (bytes tokenizer only) still open, their byte counts derived from their lengths.
+constexpr uint32_t kTokenFileVersion = 3;
 constexpr uint32_t kTokenFileOldestVersion = 1;
 constexpr size_t kTokenFileHeaderBytes = 128;
 
@@ -35,6 +35,7 @@ struct TokenFileHeader {
   TokenizerInfo tokenizer;     // identity, vocab size and special ids of the writer (model sha256 included)
   int64_t model_bytes = 0;     // size of the embedded tokenizer model (v2; 0 = none)
   bool document_bytes_known = false;  // v2 records each document's text bytes (false: imported ids)
+  bool loss_mask = false;  // v3: one byte per token says whether it counts as a label (instruction data)
 
   int64_t file_bytes() const;  // exact file length these counts imply
 };
@@ -71,9 +72,14 @@ class TokenFile {
   void read_tokens(int64_t begin, int64_t count, int64_t* out) const;
   std::vector<int64_t> document(int64_t d) const;
 
-  // Bytes of text document d was encoded from (what bits per byte divides by); requires
-  // header().document_bytes_known.
+  // Bytes of text document d was encoded from (what bits per byte divides by; with a loss mask, the bytes
+  // of its supervised text only); requires header().document_bytes_known.
   int64_t document_bytes(int64_t d) const;
+  // Whether token i is a label the loss counts: always, unless the file has a loss mask that says no (the
+  // prompt of an instruction example). A document's BOS is never a label.
+  bool supervised(int64_t i) const { return mask_ == nullptr || mask_[i] != 0; }
+  // Labels the loss counts in the whole file (every token but the BOS of each document, without a mask).
+  int64_t supervised_labels() const { return supervised_labels_; }
   // The tokenizer model embedded in the file (its sha256 verified on open); empty when there is none.
   const std::string& tokenizer_model() const { return model_; }
 
@@ -88,18 +94,23 @@ class TokenFile {
   const unsigned char* tokens_ = nullptr;     // start of the id section inside the mapping
   const unsigned char* offsets_ = nullptr;    // start of the u64 document offsets
   const unsigned char* doc_bytes_ = nullptr;  // start of the u64 document byte counts (v2)
+  const unsigned char* mask_ = nullptr;       // one byte per token, 0 or 1 (v3 with a loss mask)
+  int64_t supervised_labels_ = 0;
   std::string model_;
 };
 
 // Streams a token file into `out` (seekable, at position 0: the stream write_file_atomically gives), one
 // document at a time, so a corpus never has to fit in memory: ids are written as they come, and only two
-// u64 per document are kept until finish() writes the offsets, byte counts, model and header.
+// u64 per document (and, with a loss mask, one byte per token) are kept until finish() writes the offsets,
+// byte counts, mask, model and header.
 class TokenFileWriter {
  public:
   // `tokenizer.model_sha256` must be the sha256 of `model` (both empty for no model). `path` names the
   // file in errors. Throws DataError for header fields a reader would refuse.
+  // `loss_mask`: the file records which labels count; append then takes each id's flag.
   TokenFileWriter(std::ostream& out, std::string path, TokenizerInfo tokenizer, std::string model,
-                  bool document_bytes_known, std::optional<TokenDtype> dtype = std::nullopt);
+                  bool document_bytes_known, std::optional<TokenDtype> dtype = std::nullopt,
+                  bool loss_mask = false);
   // Appends [BOS, body..., EOS]; `bytes` is the length of the text the body encodes (ignored when byte
   // counts are unknown). Throws DataError naming the id and its token offset for an id >= vocab.
   void add_document(const int64_t* body, size_t count, int64_t bytes);
@@ -107,9 +118,11 @@ class TokenFileWriter {
     add_document(body.data(), body.size(), bytes);
   }
   // The same in parts, for documents larger than memory: begin, append any number of times, end.
+  // `supervised` (with a loss mask only; nullptr = all) flags each id as a label the loss counts; the EOS
+  // counts when `eos_supervised`.
   void begin_document();
-  void append(const int64_t* ids, size_t count);
-  void end_document(int64_t bytes);
+  void append(const int64_t* ids, size_t count, const uint8_t* supervised = nullptr);
+  void end_document(int64_t bytes, bool eos_supervised = true);
   // Writes what follows the ids and the header. Throws DataError when no document was added.
   void finish();
 
@@ -127,6 +140,8 @@ class TokenFileWriter {
   uint64_t tokens_ = 0;
   std::vector<uint64_t> starts_, bytes_;
   std::vector<unsigned char> buffer_;
+  bool loss_mask_ = false;
+  std::vector<uint8_t> mask_;
 };
 
 // Writes a token file atomically (temp file in the same directory, fsync, rename, fsync of the directory).
@@ -135,10 +150,12 @@ class TokenFileWriter {
 // so the writer never produces a file the reader rejects. `dtype` defaults to smallest_dtype(vocab).
 // `document_bytes` (one per document) are the text lengths; empty means derived from the lengths for the
 // bytes tokenizer and unknown for any other. `model` is the tokenizer model to embed (empty: none).
+// `loss_mask` (one flag per token, 0 at every BOS; empty: none) marks the labels the loss counts.
 void write_token_file(const std::string& path, const TokenizerInfo& tokenizer,
                       const std::vector<int64_t>& tokens, const std::vector<int64_t>& document_starts,
                       std::optional<TokenDtype> dtype = std::nullopt,
-                      const std::vector<int64_t>& document_bytes = {}, const std::string& model = "");
+                      const std::vector<int64_t>& document_bytes = {}, const std::string& model = "",
+                      const std::vector<uint8_t>& loss_mask = {});
 
 // Where two token files or a file and a tokenizer meet (train vs val, data vs generation), they must agree
 // on the whole tokenizer identity; throws DataError naming both sides.

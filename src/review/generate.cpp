@@ -124,17 +124,14 @@ RunTokenizer checked_tokenizer(const GenerateRequest& request, const CheckpointM
 }
 
 // The chat's format: --chat-template's family, else what the tokenizer's template text shows (its family,
-// and what the text adds to it: a default system message, a date).
+// and what the text adds to it: a default system message, a date), else ChatML, the format `data encode
+// --format chat` renders for a tokenizer without a template (bytes, SentencePiece).
 ChatFormat chat_format(const GenerateRequest& request, const Tokenizer& tokenizer) {
   if (!request.chat_template.empty()) return ChatFormat{chat_family_from_name(request.chat_template)};
+  if (tokenizer.chat_template().empty()) return ChatFormat{ChatFamily::kChatMl};
+  if (std::optional<ChatFormat> format = detect_chat_format(tokenizer.chat_template())) return *format;
   std::string names;
   for (const std::string& name : chat_family_names()) names += (names.empty() ? "" : ", ") + name;
-  if (tokenizer.chat_template().empty())
-    throw UsageError(
-        "generate: the run's tokenizer has no chat template; choose one with --chat-template "
-        "NAME (" +
-        names + ")");
-  if (std::optional<ChatFormat> format = detect_chat_format(tokenizer.chat_template())) return *format;
   throw UsageError(
       "generate: the run's chat template is not one causal recognises; choose the family it "
       "follows with --chat-template NAME (" +
