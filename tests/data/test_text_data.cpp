@@ -234,8 +234,8 @@ CATCH_TEST_CASE("token file corruption is refused with a clear message", "[contr
   magic[0] = 'X';
   CATCH_CHECK(open_bad(magic, {"magic"}) == "");
   std::string version = bytes;
-  poke<uint32_t>(version, 8, 3);
-  CATCH_CHECK(open_bad(version, {"format version 3"}) == "");
+  poke<uint32_t>(version, 8, 4);
+  CATCH_CHECK(open_bad(version, {"format version 4"}) == "");
   std::string width = bytes;
   poke<uint32_t>(width, 12, 3);
   CATCH_CHECK(open_bad(width, {"token width 3"}) == "");
@@ -267,6 +267,41 @@ CATCH_TEST_CASE("token file corruption is refused with a clear message", "[contr
 
   CATCH_REQUIRE_THROWS_WITH(TokenFile(dir.file("missing.tok")),
                             Catch::Contains("missing.tok") && Catch::Contains("cannot open"));
+
+  // A version 2 file is a version 3 file without a loss mask: it opens, and a mask flag in it is unknown.
+  std::string v2 = bytes;
+  poke<uint32_t>(v2, 8, 2);
+  CATCH_CHECK(open_bad(v2, {}) != "");
+  CATCH_CHECK(TokenFile(bad).header().version == 2);
+  poke<uint32_t>(v2, 104, 3);
+  CATCH_CHECK(open_bad(v2, {"unknown flags 3"}) == "");
+
+  // The loss mask section: 19 flags after the byte counts, padded to 24.
+  const std::string masked_path = dir.file("masked.tok");
+  ByteTokenizer tok;
+  const std::vector<int64_t> ids = {256, 'a', 'b', 257, 256, 'c', 257};
+  write_token_file(masked_path, tok.info(), ids, {0, 4}, std::nullopt, {}, "", {0, 0, 1, 1, 0, 1, 1});
+  const TokenFile masked(masked_path);
+  CATCH_CHECK(masked.header().loss_mask);
+  CATCH_CHECK(masked.supervised_labels() == 4);
+  CATCH_CHECK_FALSE(masked.supervised(1));
+  CATCH_CHECK(masked.supervised(2));
+  const std::string mask_bytes = read_bytes(masked_path);
+  const size_t mask = 144 + 2 * 8 + 2 * 8;  // 7 u16 ids end at 142 -> offsets at 144
+  CATCH_REQUIRE(mask_bytes.size() == mask + 8);
+  std::string flag = mask_bytes;
+  flag[mask + 2] = 2;
+  CATCH_CHECK(open_bad(flag, {"loss mask byte 2", "token offset 2"}) == "");
+  std::string bos = mask_bytes;
+  bos[mask + 4] = 1;
+  CATCH_CHECK(open_bad(bos, {"BOS of document 1"}) == "");
+  std::string tail = mask_bytes;
+  tail[mask + 7] = 1;
+  CATCH_CHECK(open_bad(tail, {"padding is not zero"}) == "");
+  CATCH_CHECK_THROWS_WITH(write_token_file(dir.file("w.tok"), tok.info(), ids, {0, 4}, std::nullopt, {}, "",
+                                           {1, 0, 1, 1, 0, 1, 1}),
+                          Catch::Contains("BOS of document 0"));
+  CATCH_CHECK_FALSE(fs::exists(dir.file("w.tok")));
 }
 
 // The writer refuses contents the reader would refuse, so a bad file is never produced.

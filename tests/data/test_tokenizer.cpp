@@ -167,7 +167,7 @@ CATCH_TEST_CASE("encode records the tokenizer, its model and each document's byt
   CATCH_CHECK(train.tokenizer() == tok->info());
   CATCH_CHECK(train.tokenizer().model_sha256 == sha256_file(tiny_model_path()));
   CATCH_CHECK(train.tokenizer_model() == get_file(tiny_model_path()));
-  CATCH_CHECK(train.header().version == 2);
+  CATCH_CHECK(train.header().version == kTokenFileVersion);
   CATCH_REQUIRE(train.header().document_bytes_known);
   // Every document decodes to its text, and its recorded byte count is that text's length.
   const std::vector<std::string> docs = split_documents(text, "\n\n");

@@ -112,7 +112,7 @@ std::vector<Example> with_prompts_changed(std::vector<Example> examples) {
 }  // namespace
 
 CATCH_TEST_CASE(
-    "loss mask: changing masked-out labels changes neither the loss nor any gradient; a "
+    "loss mask: changing masked-out labels changes neither the loss nor any gradient, and a "
     "masked-in one does",
     "[contract][text]") {
   const testing::ScratchDir dir("loss_mask_labels");
