@@ -641,7 +641,9 @@ std::string inspect_token_file(const std::string& path) {
     std::snprintf(
         line, sizeof(line), " (%.3f bytes per token, BOS and EOS excluded)",
         static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(h.token_count - 2 * n, 1)));
-    s << "text bytes  " << bytes << line << "\n";
+    // With a loss mask the counts are the supervised text's: what bits per byte divides by.
+    s << "text bytes  " << bytes
+      << (h.loss_mask ? " of supervised text (bits per byte divides by them)" : line) << "\n";
   } else {
     s << "text bytes  unknown (ids imported from another trainer: no bits per byte)\n";
   }

@@ -26,6 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       total += static_cast<int64_t>(ids.size());
     }
     fuzz::require(total == file.num_tokens(), "documents cover every token");
+    int64_t supervised = 0;
+    for (int64_t i = 0; i < file.num_tokens(); ++i) supervised += file.supervised(i) ? 1 : 0;
+    fuzz::require(
+        supervised - file.num_documents() * (file.header().loss_mask ? 0 : 1) == file.supervised_labels(),
+        "the supervised label count is the mask's");
   } catch (const Error& e) {
     fuzz::expected(e);
   }
