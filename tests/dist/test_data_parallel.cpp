@@ -75,15 +75,36 @@ fs::path retrieval_config(const fs::path& dir) {
 }
 
 // Padded text rows (documents of varied lengths: padding differs per row) with gradient accumulation.
-fs::path text_config(const fs::path& dir, int64_t batch) {
+// Byte documents as a token file; with `masked`, the loss mask leaves out the first half of each document's
+// labels, as an instruction's prompt.
+void write_docs(const fs::path& path, const std::vector<std::string>& docs, bool masked) {
+  if (!masked) return testing::write_byte_docs(path.string(), docs);
+  ByteTokenizer tok;
+  std::vector<int64_t> tokens, starts;
+  std::vector<uint8_t> mask;
+  for (const std::string& d : docs) {
+    starts.push_back(static_cast<int64_t>(tokens.size()));
+    tokens.push_back(tok.info().bos_id);
+    mask.push_back(0);
+    for (size_t i = 0; i < d.size(); ++i) {
+      tokens.push_back(static_cast<unsigned char>(d[i]));
+      mask.push_back(i >= d.size() / 2 ? 1 : 0);
+    }
+    tokens.push_back(tok.info().eos_id);
+    mask.push_back(1);
+  }
+  write_token_file(path.string(), tok.info(), tokens, starts, std::nullopt, {}, "", mask);
+}
+
+fs::path text_config(const fs::path& dir, int64_t batch, bool masked = false) {
   std::vector<std::string> docs;
   for (int i = 0; i < 40; ++i) {
     std::string doc;
     for (int j = 0; j < 2 + (i * 7) % 9; ++j) doc += "w" + std::to_string((i * 31 + j * 17) % 97) + " ";
     docs.push_back(doc);
   }
-  testing::write_byte_docs((dir / "train.tok").string(), docs);
-  testing::write_byte_docs((dir / "val.tok").string(), {docs.begin(), docs.begin() + 8});
+  write_docs(dir / "train.tok", docs, masked);
+  write_docs(dir / "val.tok", {docs.begin(), docs.begin() + 8}, masked);
   return write_config(dir, "text",
                       R"({"name": "dp-text", "seed": 5, "threads": 1,
     "model": {"d_model": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn": "swiglu",
@@ -236,6 +257,15 @@ CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on padded text with a
   CATCH_REQUIRE(at != std::string::npos);
   const size_t count = log.rfind(' ', at - 1) + 1;
   CATCH_CHECK(std::stoi(log.substr(count, at - count)) > 1);
+}
+
+// Ranks split rows, and the rows carry their loss mask: the global valid-token count of every step is the
+// single rank's, and so are the losses and weights.
+CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on text with a loss mask",
+                "[e2e][dist][numerics]") {
+  testing::ScratchDir scratch("dp_equal_masked");
+  check_two_ranks_equal_one(text_config(scratch.path, 4, /*masked=*/true), scratch.path);
+  CATCH_CHECK(TokenFile((scratch.path / "train.tok").string()).header().loss_mask);
 }
 
 CATCH_TEST_CASE("a 2-rank run resumes bit-exactly on 2 ranks and continues on 1", "[e2e][dist][numerics]") {
