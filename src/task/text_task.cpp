@@ -101,8 +101,11 @@ class TextTask : public Task {
 
   std::string describe() const override {
     std::string text = source_ ? std::to_string(source_->file().num_tokens()) + " train / " : "";
+    const bool masked = val_->header().loss_mask || (source_ && source_->file().header().loss_mask);
     return text + std::to_string(val_->num_tokens()) + " val tokens (" + val_->tokenizer().describe() +
-           "); loss at every label position, padding excluded";
+           "); " +
+           (masked ? "loss at the labels the files' loss mask keeps (answers, not prompts), padding excluded"
+                   : "loss at every label position, padding excluded");
   }
   nlohmann::json identity() const override {
     const TokenFile& train = source().file();
