@@ -39,7 +39,7 @@ uint32_t code_point_at(const std::string& text, size_t at, size_t len) {
   return cp;
 }
 
-size_t utf8_sequence_length(unsigned char lead) {
+size_t utf8_char_length(unsigned char lead) {
   return lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3 : (lead >> 3) == 30 ? 4 : 1;
 }
 
@@ -49,7 +49,7 @@ std::string strip(const std::string& text) {
   size_t begin = 0;
   while (begin < text.size()) {
     const size_t len =
-        std::min(utf8_sequence_length(static_cast<unsigned char>(text[begin])), text.size() - begin);
+        std::min(utf8_char_length(static_cast<unsigned char>(text[begin])), text.size() - begin);
     if (!python_space(code_point_at(text, begin, len))) break;
     begin += len;
   }
