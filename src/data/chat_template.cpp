@@ -12,7 +12,7 @@ namespace causal {
 
 namespace {
 
-bool contains(const std::string& text, const char* mark) { return text.find(mark) != std::string::npos; }
+bool has_mark(const std::string& text, const char* mark) { return text.find(mark) != std::string::npos; }
 
 // Python's str.isspace for one code point: Jinja's trim filter and str.strip() are Python's strip().
 bool python_space(uint32_t cp) {
@@ -22,7 +22,7 @@ bool python_space(uint32_t cp) {
 }
 
 // The code point of the well-formed UTF-8 sequence text[at, at+len), or UINT32_MAX (never a space) otherwise.
-uint32_t decode_utf8(const std::string& text, size_t at, size_t len) {
+uint32_t code_point_at(const std::string& text, size_t at, size_t len) {
   const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[at + i]); };
   const unsigned char lead = byte(0);
   const size_t want = lead < 0x80         ? 1
@@ -39,7 +39,7 @@ uint32_t decode_utf8(const std::string& text, size_t at, size_t len) {
   return cp;
 }
 
-size_t utf8_length(unsigned char lead) {
+size_t utf8_char_length(unsigned char lead) {
   return lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3 : (lead >> 3) == 30 ? 4 : 1;
 }
 
@@ -48,8 +48,9 @@ size_t utf8_length(unsigned char lead) {
 std::string strip(const std::string& text) {
   size_t begin = 0;
   while (begin < text.size()) {
-    const size_t len = std::min(utf8_length(static_cast<unsigned char>(text[begin])), text.size() - begin);
-    if (!python_space(decode_utf8(text, begin, len))) break;
+    const size_t len =
+        std::min(utf8_char_length(static_cast<unsigned char>(text[begin])), text.size() - begin);
+    if (!python_space(code_point_at(text, begin, len))) break;
     begin += len;
   }
   size_t end = text.size();
@@ -57,7 +58,7 @@ std::string strip(const std::string& text) {
     size_t start = end - 1;
     while (start > begin && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80 && end - start < 4)
       --start;
-    if (!python_space(decode_utf8(text, start, end - start))) break;
+    if (!python_space(code_point_at(text, start, end - start))) break;
     end = start;
   }
   return text.substr(begin, end - begin);
@@ -278,31 +279,31 @@ void render_zephyr(const std::vector<ChatMessage>& messages, bool generation, Sp
 }  // namespace
 
 std::optional<ChatFamily> detect_chat_family(const std::string& t) {
-  if (contains(t, "<|im_start|>")) {
+  if (has_mark(t, "<|im_start|>")) {
     // Phi-4 puts <|im_sep|> after the role, SmolVLM's turns are not ChatML's: both only borrow the token.
-    if (contains(t, "<|im_sep|>") || contains(t, "<end_of_utterance>")) return std::nullopt;
+    if (has_mark(t, "<|im_sep|>") || has_mark(t, "<end_of_utterance>")) return std::nullopt;
     return ChatFamily::kChatMl;
   }
-  if (contains(t, "<|start_header_id|>") && contains(t, "<|end_header_id|>")) {
+  if (has_mark(t, "<|start_header_id|>") && has_mark(t, "<|end_header_id|>")) {
     // Llama 3.1 and later always write a system block with a knowledge date and today's date.
-    return contains(t, "Cutting Knowledge Date") ? ChatFamily::kLlama31 : ChatFamily::kLlama3;
+    return has_mark(t, "Cutting Knowledge Date") ? ChatFamily::kLlama31 : ChatFamily::kLlama3;
   }
-  if (contains(t, "<start_of_turn>")) return ChatFamily::kGemma;
-  if (contains(t, "[INST]")) {
-    if (contains(t, "<<SYS>>")) return ChatFamily::kLlama2;
+  if (has_mark(t, "<start_of_turn>")) return ChatFamily::kGemma;
+  if (has_mark(t, "[INST]")) {
+    if (has_mark(t, "<<SYS>>")) return ChatFamily::kLlama2;
     // Mistral v3/v7 (tools, [SYSTEM_PROMPT]) and the v3 spacing "[/INST]" without a space before it.
-    if (contains(t, "[AVAILABLE_TOOLS]") || contains(t, "[SYSTEM_PROMPT]") || contains(t, "[TOOL_CALLS]")) {
+    if (has_mark(t, "[AVAILABLE_TOOLS]") || has_mark(t, "[SYSTEM_PROMPT]") || has_mark(t, "[TOOL_CALLS]")) {
       return std::nullopt;
     }
     return ChatFamily::kMistral;
   }
-  if (contains(t, "<|assistant|>") && contains(t, "<|end|>")) {
+  if (has_mark(t, "<|assistant|>") && has_mark(t, "<|end|>")) {
     // Phi-4-mini keeps Phi-3's marks but drops the newline after each role (and declares tools in <|tool|>).
-    if (contains(t, "<|tool|>")) return std::nullopt;
+    if (has_mark(t, "<|tool|>")) return std::nullopt;
     return ChatFamily::kPhi3;
   }
   // Zephyr ends every turn with the EOS token; Falcon 3 and GLM-Edge use the same role marks without it.
-  if (contains(t, "<|user|>") && contains(t, "<|assistant|>") && contains(t, "eos_token")) {
+  if (has_mark(t, "<|user|>") && has_mark(t, "<|assistant|>") && has_mark(t, "eos_token")) {
     return ChatFamily::kZephyr;
   }
   return std::nullopt;
@@ -360,7 +361,7 @@ std::string chatml_default_system(const std::string& t) {
 
 std::string llama31_date(const std::string& t) {
   // 3.2 asks for strftime_now, which transformers and llama.cpp define: today. 3.1 sets a fixed default.
-  if (contains(t, "strftime_now")) return "";
+  if (has_mark(t, "strftime_now")) return "";
   for (const char* mark : {"set date_string = \"", "set date_string = '"}) {
     const size_t at = t.find(mark);
     if (at == std::string::npos) continue;

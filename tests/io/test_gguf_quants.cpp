@@ -163,7 +163,7 @@ CATCH_TEST_CASE("gguf quants: tensor sizes follow the block layout", "[unit][io]
 // The invariant: read_gguf hands out a quantized tensor only when its bytes are whole blocks inside the
 // file, and refuses the types it cannot decode by their ggml names.
 CATCH_TEST_CASE(
-    "gguf quants: quantized tensors read back; misaligned, truncated and unknown ones are refused",
+    "gguf quants: quantized tensors read back, and misaligned, truncated and unknown ones are refused",
     "[unit][io]") {
   ScratchDir dir("gguf_quants");
   const std::string path = (dir.path / "q.gguf").string();
