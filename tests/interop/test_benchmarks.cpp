@@ -2,8 +2,9 @@
 // trained runs (bytes and SentencePiece), lm-eval-harness reports the same acc and acc_norm and picks the
 // same choice on every item, in both layouts; on a model transformers created and causal imported (a
 // byte-level BPE tokenizer of HF tokenizers), a plain transformers scoring loop gives every choice's summed
-// log-probability within 1e-4 on 200 items. tests/interop/benchmarks.py runs the Python side; without its
-// packages (tools/setup.sh: ensure_interop_python) the test prints SKIPPED.
+// log-probability within 1e-4 on 200 items; and a pretrained model (SmolLM2-135M) is above chance on the
+// bundled benchmark. tests/interop/benchmarks.py runs the Python side; without its packages (tools/setup.sh:
+// ensure_interop_python) the test prints SKIPPED.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -193,5 +194,24 @@ CATCH_TEST_CASE("interop: lm-eval-harness and transformers score benchmarks as c
   CATCH_CHECK(c.pred_norm_differs == 0);
   // The window was exercised: max_position_embeddings 64 cuts many of these contexts.
   CATCH_CHECK(ours["truncated_choices"].get<int64_t>() > 0);
+
+  // 3. The bundled benchmark asks for reading the context, and a model that does passes it: SmolLM2-135M
+  // (the GGUF tools/test names in CAUSAL_SMOLLM2_GGUF) is above chance by more than its 95% interval.
+  const char* smollm2 = std::getenv("CAUSAL_SMOLLM2_GGUF");
+  if (smollm2 == nullptr || !fs::exists(smollm2)) {
+    std::cout
+        << "interop benchmark: CAUSAL_SMOLLM2_GGUF names no file; the pretrained-model check did not run\n";
+  } else {
+    const fs::path smol = root / "smollm2";
+    r = run_causal("import --format gguf --input " + std::string(smollm2) + " --out " + smol.string());
+    CATCH_INFO(r.err);
+    CATCH_REQUIRE(r.code == 0);
+    const nlohmann::json scores = causal_scores(smol, bundled);
+    const double acc_norm = scores["acc_norm"].get<double>(),
+                 half = 1.96 * scores["acc_norm_stderr"].get<double>();
+    std::cout << "interop benchmark SmolLM2-135M on brown-next-sentence: acc " << scores["acc"]
+              << ", acc_norm " << acc_norm << " +- " << half << "\n";
+    CATCH_CHECK(acc_norm - half > 0.25);
+  }
   fs::remove_all(root);
 }
