@@ -141,16 +141,13 @@ EvalOutcome evaluate_difficulty_grid(const EvalRequest& request, CheckpointModel
   return outcome;
 }
 
-void check_tasks_request(const EvalRequest& request, const RunConfig& config) {
-  if (!task_traits(config.data.kind).generates_text)
-    throw ConfigError("--tasks", "",
-                      "benchmarks score text: text runs only, got data.kind " + to_string(config.data.kind));
+// Before the checkpoint is loaded (a pretrained model takes a while): flags that cannot go together.
+void check_tasks_flags(const EvalRequest& request) {
   if (request.difficulty || !request.lengths.empty() || request.attention || request.ablate_heads ||
       !request.split.empty()) {
     throw UsageError(
-        "eval --tasks scores only the benchmarks: leave out --split, --lengths, --difficulty, --attention "
-        "and "
-        "--ablate-heads");
+        "eval --tasks scores only the benchmarks: leave out --split, --lengths, --difficulty, "
+        "--attention and --ablate-heads");
   }
   std::set<std::string> names;
   for (const std::string& path : request.tasks) {
@@ -161,7 +158,10 @@ void check_tasks_request(const EvalRequest& request, const RunConfig& config) {
 }
 
 EvalOutcome evaluate_benchmarks(const EvalRequest& request, CheckpointModel& loaded) {
-  check_tasks_request(request, loaded.config);
+  const RunConfig& config = loaded.config;
+  if (!task_traits(config.data.kind).generates_text)
+    throw ConfigError("--tasks", "",
+                      "benchmarks score text: text runs only, got data.kind " + to_string(config.data.kind));
   const RunTokenizer run = run_tokenizer(loaded.checkpoint);
   if (!run.tokenizer) {
     throw DataError("[benchmark] the run's ids were imported from another trainer (tokenizer " +
@@ -209,6 +209,7 @@ EvalOutcome evaluate_benchmarks(const EvalRequest& request, CheckpointModel& loa
 }  // namespace
 
 EvalOutcome evaluate_checkpoint(const EvalRequest& request) {
+  if (!request.tasks.empty()) check_tasks_flags(request);
   CheckpointModel loaded = load_checkpoint_model(request.run_dir, request.checkpoint, with_lengths(request));
   const RunConfig& config = loaded.config;
   if (!request.tasks.empty()) return evaluate_benchmarks(request, loaded);
