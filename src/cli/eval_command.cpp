@@ -25,7 +25,9 @@ Command add_eval_command(CLI::App& app) {
       "eval",
       "Evaluate a checkpoint on its task's held-out split: text -> loss, perplexity, bits per byte on "
       "data.val; retrieval -> the controls table on the test split (docs/retrieval-lab.md). Writes "
-      "RUN/eval/step_N.json and prints a table.");
+      "RUN/eval/step_N.json and prints a table. Text with --tasks: multiple-choice benchmarks instead "
+      "(acc, acc_norm, 95% intervals; docs/checkpoints.md#benchmarks), written to "
+      "RUN/eval/step_N.tasks-<hash>.json.");
   add_checkpoint_options(*eval, request->run_dir, request->checkpoint);
   eval->add_option(
           "--split", request->split,
@@ -52,6 +54,10 @@ Command add_eval_command(CLI::App& app) {
       ->delimiter(',');
   eval->add_option("--rows", request->difficulty_rows, "--difficulty: rows per cell (default 128)")
       ->check(at_least(1));
+  eval->add_option("--tasks", request->tasks,
+                   "Text: a multiple-choice benchmark file (JSONL; HellaSwag's ctx/endings/label or "
+                   "context/choices/answer), scored with the run's tokenizer as lm-eval-harness scores it; "
+                   "repeat for several, e.g. --tasks data/benchmarks/brown-next-sentence.jsonl");
   eval->add_flag("--attention", request->attention,
                  "Add attention maps of the first example (per layer and head) and each head's attention "
                  "entropy (where a head reads, not what matters: see docs/diagnostics.md)");

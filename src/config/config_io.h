@@ -25,6 +25,10 @@ RunConfig parse_config_text(const std::string& text, const std::string& source,
                             const std::vector<std::string>& overrides = {},
                             ConfigScope scope = ConfigScope::kRun, const DataVocab& data_vocab = {});
 
+// Applied when a stored run config is read to use its model rather than to train it (eval, generate,
+// export, replay): its benchmarks (train.eval_tasks) are not scored there, so their files need not exist.
+inline constexpr const char* kWithoutEvalTasks = "train.eval_tasks=[]";
+
 // Applies one "dotted.path=value" override; the value is typed by the field it targets.
 void apply_override(RunConfig& config, const std::string& assignment);
 

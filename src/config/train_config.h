@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "config/enums.h"
@@ -51,9 +52,11 @@ struct TrainConfig {
   int64_t grad_accum = 1;   // micro-batches per optimizer step
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
-  double grad_clip = 1.0;        // max global grad norm; 0 = no clipping (norm still logged)
-  int64_t log_every = 10;        // steps between metrics rows (the first and last step always log)
-  int64_t eval_every = 0;        // steps between evaluations; 0 = only at the end
+  double grad_clip = 1.0;  // max global grad norm; 0 = no clipping (norm still logged)
+  int64_t log_every = 10;  // steps between metrics rows (the first and last step always log)
+  int64_t eval_every = 0;  // steps between evaluations; 0 = only at the end
+  std::vector<std::string> eval_tasks =
+      {};                        // text: multiple-choice benchmarks (JSONL) scored at each evaluation
   int64_t checkpoint_every = 0;  // steps between checkpoints; 0 = only at the end
   int64_t keep_checkpoints = 3;  // newest checkpoints kept
   NonfiniteAction nonfinite = NonfiniteAction::kAbort;  // "abort" | "skip" on a non-finite loss/grad
@@ -72,6 +75,7 @@ struct TrainConfig {
     v.field("grad_clip", grad_clip);
     v.field("log_every", log_every);
     v.field("eval_every", eval_every);
+    v.field("eval_tasks", eval_tasks);
     v.field("checkpoint_every", checkpoint_every);
     v.field("keep_checkpoints", keep_checkpoints);
     v.field("nonfinite", nonfinite);

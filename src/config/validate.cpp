@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <regex>
@@ -390,6 +391,33 @@ void resolve(RunConfig& config, const DataVocab& data_vocab) {
   }
 }
 
+namespace {
+
+// Benchmarks score text; each file must be there before training starts, and each name (the file's stem,
+// data/benchmark_file.h) keys its metrics, so two files may not share one.
+void validate_eval_tasks(const RunConfig& c, const Checker& check) {
+  const std::vector<std::string>& tasks = c.train.eval_tasks;
+  if (tasks.empty()) return;
+  if (c.data.kind != DataKind::kText) {
+    check.fail("train.eval_tasks", "multiple-choice benchmarks score text: data.kind \"text\" only, got \"" +
+                                       to_string(c.data.kind) + "\"");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const std::string path = "train.eval_tasks[" + str(static_cast<int64_t>(i)) + "]";
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(tasks[i], error)) {
+      check.fail(path, "no file '" + tasks[i] + "' (a JSONL benchmark; relative paths are read from " +
+                           std::filesystem::current_path(error).string() + ")");
+    }
+    const std::string name = std::filesystem::path(tasks[i]).stem().string();
+    if (!names.insert(name).second)
+      check.fail(path, "another file is named '" + name + "' too: benchmarks are reported by file name");
+  }
+}
+
+}  // namespace
+
 void validate_dist(const DistConfig& d, const Checker& check) {
   check.positive("dist.timeout_s", d.timeout_s);
   check.positive("dist.bucket_mb", d.bucket_mb);
@@ -407,6 +435,7 @@ void validate(const RunConfig& config, const std::string& source, ConfigScope sc
                                                              {DataKind::kText, validate_text}};
   kind_checks.at(config.data.kind)(config, check);
   validate_train(config.train, check);
+  validate_eval_tasks(config, check);
   validate_dist(config.dist, check);
   if (cost_bound_per_sequence(config.model) * static_cast<double>(config.train.batch_size) >= kCostLimit) {
     check.fail("train.batch_size", "train.batch_size " + str(config.train.batch_size) +

@@ -5,14 +5,18 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "checkpoint/checkpoint_dir.h"
 #include "config/config_io.h"
+#include "data/benchmark_file.h"
 #include "io/atomic_file.h"
 #include "io/run_files.h"
 #include "io/sha256.h"
 #include "review/checkpoint_model.h"
 #include "review/probes.h"
+#include "review/run_tokenizer.h"
+#include "task/benchmark_eval.h"
 #include "task/retrieval_difficulty_eval.h"
 #include "task/task.h"
 
@@ -137,11 +141,78 @@ EvalOutcome evaluate_difficulty_grid(const EvalRequest& request, CheckpointModel
   return outcome;
 }
 
+// Before the checkpoint is loaded (a pretrained model takes a while): flags that cannot go together.
+void check_tasks_flags(const EvalRequest& request) {
+  if (request.difficulty || !request.lengths.empty() || request.attention || request.ablate_heads ||
+      !request.split.empty()) {
+    throw UsageError(
+        "eval --tasks scores only the benchmarks: leave out --split, --lengths, --difficulty, "
+        "--attention and --ablate-heads");
+  }
+  std::set<std::string> names;
+  for (const std::string& path : request.tasks) {
+    if (!names.insert(benchmark_name(path)).second)
+      throw UsageError("eval --tasks " + path + ": another file is named '" + benchmark_name(path) +
+                       "' too: benchmarks are reported by file name");
+  }
+}
+
+EvalOutcome evaluate_benchmarks(const EvalRequest& request, CheckpointModel& loaded) {
+  const RunConfig& config = loaded.config;
+  if (!task_traits(config.data.kind).generates_text)
+    throw ConfigError("--tasks", "",
+                      "benchmarks score text: text runs only, got data.kind " + to_string(config.data.kind));
+  const RunTokenizer run = run_tokenizer(loaded.checkpoint);
+  if (!run.tokenizer) {
+    throw DataError("[benchmark] the run's ids were imported from another trainer (tokenizer " +
+                    run.info.name + "): benchmarks need the tokenizer that made them");
+  }
+  std::vector<Benchmark> benchmarks;
+  for (const std::string& path : request.tasks) benchmarks.push_back(read_benchmark(path));
+  EvalOutcome outcome;
+  std::vector<BenchmarkReport> reports;
+  nlohmann::json by_name = nlohmann::json::object();
+  double seconds = 0.0;
+  for (const Benchmark& benchmark : benchmarks) {
+    reports.push_back(score_benchmark(loaded.model, benchmark, *run.tokenizer, loaded.config.train.batch_size,
+                                      loaded.device));
+    by_name[benchmark.name] = reports.back().to_json(/*per_item=*/true);
+    seconds += reports.back().seconds;
+  }
+  const int64_t step = loaded.checkpoint.state.step;
+  outcome.figures = {{"benchmarks", by_name},
+                     {"seconds", seconds},
+                     {"step", step},
+                     {"checkpoint", loaded.checkpoint.dir.string()},
+                     {"overrides", request.overrides},
+                     {"tokenizer", run.info.describe()}};
+  std::vector<std::string> identity = request.overrides;
+  for (const std::string& path : request.tasks) identity.push_back("task=" + path);
+  outcome.file =
+      (fs::path(request.run_dir) / run_files::kEval / eval_file_name(step, "tasks", identity, false))
+          .string();
+  io_as<CheckpointError>([&] {
+    fs::create_directories(fs::path(outcome.file).parent_path());
+    write_file_atomically(outcome.file, outcome.figures.dump(2) + "\n");
+  });
+  outcome.table = "checkpoint " + loaded.checkpoint.dir.string() + " (step " + std::to_string(step) + ")\n" +
+                  format_benchmark_table(reports);
+  for (const BenchmarkReport& r : reports) {
+    if (r.truncated_choices == 0) continue;
+    outcome.table += "  " + r.name + ": " + std::to_string(r.truncated_choices) + " of " +
+                     std::to_string(r.choices) + " context+choice pairs exceed model.max_seq_len " +
+                     std::to_string(loaded.config.model.max_seq_len) + " and were cut from the left\n";
+  }
+  return outcome;
+}
+
 }  // namespace
 
 EvalOutcome evaluate_checkpoint(const EvalRequest& request) {
+  if (!request.tasks.empty()) check_tasks_flags(request);
   CheckpointModel loaded = load_checkpoint_model(request.run_dir, request.checkpoint, with_lengths(request));
   const RunConfig& config = loaded.config;
+  if (!request.tasks.empty()) return evaluate_benchmarks(request, loaded);
   if (request.difficulty) return evaluate_difficulty_grid(request, loaded);
   const TaskTraits& traits = task_traits(config.data.kind);
   if (!request.lengths.empty() && !traits.scores_by_context_length)

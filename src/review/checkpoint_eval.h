@@ -21,6 +21,7 @@ struct EvalRequest {
   std::vector<int64_t> distractors;  // difficulty: distractor counts; empty = DifficultySpec's
   std::vector<double> depths;        // difficulty: evidence depths in [0, 1]; empty = DifficultySpec's
   int64_t difficulty_rows = 0;       // difficulty: rows per cell; 0 = DifficultySpec's
+  std::vector<std::string> tasks;    // text: multiple-choice benchmark files (JSONL) to score instead
 };
 
 struct EvalOutcome {
@@ -32,7 +33,9 @@ struct EvalOutcome {
 // Text: loss, perplexity and bits per byte over every row of data.val (only that file is opened).
 // Retrieval: the full controls table on the test split (or "val"); with `lengths`, accuracy per context
 // length too; with `difficulty`, only the difficulty grid (length x distractors x evidence position),
-// written to step_N.difficulty-<hash>.json. Throws CheckpointError, ConfigError, DataError.
+// written to step_N.difficulty-<hash>.json. Text with `tasks`: only those benchmarks (acc, acc_norm, their
+// 95% intervals and every item's choice log-probabilities), written to step_N.tasks-<hash>.json.
+// Throws CheckpointError, ConfigError, DataError.
 EvalOutcome evaluate_checkpoint(const EvalRequest& request);
 
 }  // namespace causal

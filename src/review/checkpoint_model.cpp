@@ -49,7 +49,7 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
     loaded = CheckpointModel{};
     loaded.checkpoint = read_checkpoint(dir);
     const std::string source = (loaded.checkpoint.dir / "config.json").string();
-    const RunConfig trained = parse_config_text(loaded.checkpoint.config.dump(), source, {});
+    const RunConfig trained = parse_config_text(loaded.checkpoint.config.dump(), source, {kWithoutEvalTasks});
     // A learned position table has max_seq_len rows: the trained weights fix it.
     if (sets_max_seq_len && trained.model.position == PositionKind::kLearned) {
       throw ConfigError(
@@ -59,7 +59,7 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
               std::to_string(trained.model.max_seq_len) + " trained rows (rope and none have no table)");
     }
     // yarn measures frequencies against the trained length, so a longer max_seq_len must not move it.
-    std::vector<std::string> applied;
+    std::vector<std::string> applied = {kWithoutEvalTasks};
     if (!sets_original_length) {
       applied.push_back("model.rope.original_max_seq_len=" +
                         std::to_string(trained.model.rope.original_max_seq_len));

@@ -9,8 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -21,6 +19,7 @@
 #include "data/tokenizer.h"
 #include "model/kv_cache.h"
 #include "review/checkpoint_model.h"
+#include "review/run_tokenizer.h"
 #include "task/task.h"
 
 namespace causal {
@@ -42,34 +41,6 @@ int64_t pick_token(const at::Tensor& logits, double temperature, int64_t top_k, 
     scaled = scaled.masked_fill(scaled < kth, -std::numeric_limits<double>::infinity());
   }
   return at::multinomial(scaled.softmax(0), 1, /*replacement=*/false, generator).item<int64_t>();
-}
-
-std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError("[generate] cannot read " + path.string());
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// The run's tokenizer from the checkpoint (tokenizer.json, tokenizer.model); checkpoints written before
-// runs kept them name their tokenizer in the data identity (always "bytes" then).
-struct RunTokenizer {
-  TokenizerInfo info;
-  std::unique_ptr<Tokenizer> tokenizer;  // nullptr: ids only
-};
-
-RunTokenizer run_tokenizer(const CheckpointInfo& checkpoint) {
-  RunTokenizer run;
-  const std::filesystem::path info_file = checkpoint.dir / kTokenizerInfoFile;
-  if (!std::filesystem::exists(info_file)) {
-    run.tokenizer = make_tokenizer(checkpoint.state.data_identity.value("tokenizer", std::string("bytes")));
-    run.info = run.tokenizer->info();
-    return run;
-  }
-  run.info = tokenizer_info_from_json(nlohmann::json::parse(read_bytes(info_file)), info_file.string());
-  const std::filesystem::path model_file = checkpoint.dir / kTokenizerModelFile;
-  const std::string model = std::filesystem::exists(model_file) ? read_bytes(model_file) : "";
-  run.tokenizer = tokenizer_for(run.info, model);
-  return run;
 }
 
 // NaN and inf would reach the sampler as NaN probabilities (a LibTorch error): refused before loading.

@@ -22,6 +22,7 @@
 #include "review/html_page.h"
 #include "review/run_history.h"
 #include "review/svg_chart.h"
+#include "task/benchmark_eval.h"
 #include "task/lab_checks.h"
 #include "task/task_traits.h"
 
@@ -425,6 +426,40 @@ std::string eval_chart(const ChartRows& rows) {
   return "";
 }
 
+// train.eval_tasks: each benchmark's acc_norm (solid) and acc (dashed) at every evaluation, with chance.
+std::string benchmark_chart(const ChartRows& rows) {
+  std::vector<std::string> names;
+  for (const json& row : rows.eval) {
+    for (const std::string& name : benchmark_names(row))
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  if (names.empty()) return "";
+  svg::LineChart c = rows.chart("Benchmarks (eval rows)", "fraction of items right", false);
+  c.y_min = 0.0;
+  c.y_max = 1.0;
+  std::vector<double> chances;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string color = svg::palette_color(i);
+    c.series.push_back(series(names[i] + " acc_norm",
+                              field_points(rows.eval, benchmark_key(names[i], "acc_norm")), color,
+                              svg::SeriesStyle::kLineMarkers));
+    svg::Series acc =
+        series(names[i] + " acc", field_points(rows.eval, benchmark_key(names[i], "acc")), color);
+    acc.dashed = true;
+    c.series.push_back(acc);
+    const auto chance = field_points(rows.eval, benchmark_key(names[i], "chance"));
+    if (!chance.empty() && std::find(chances.begin(), chances.end(), chance.back().second) == chances.end()) {
+      chances.push_back(chance.back().second);
+      c.y_lines.push_back(
+          {chance.back().second, "chance " + svg::format_number(chance.back().second), kGrey});
+    }
+  }
+  return chart_card(
+      c,
+      "Multiple-choice benchmarks (train.eval_tasks) at each evaluation: acc_norm solid, acc dashed; "
+      "the final figures with their 95% intervals are in results.json.");
+}
+
 std::string charts_section(const RunHistory& h) {
   std::string out = "<section id=\"charts\"><h2>Training curves</h2>\n";
   if (h.train_rows.empty() && h.eval_rows.empty())
@@ -473,6 +508,7 @@ std::string charts_section(const RunHistory& h) {
   for (const BlockChart& spec : blocks) out += block_chart(rows, spec);
   for (const FieldChart& spec : resources) out += field_chart(rows, spec);
   out += eval_chart(rows);
+  out += benchmark_chart(rows);
   return out + "</div>\n</section>\n";
 }
 

@@ -80,6 +80,17 @@ std::string seed_chart(const SweepSummary& s, svg::LineChart chart) {
   return svg::render_line_chart(chart);
 }
 
+// Fractions of items right get a 0..1 axis: the retrieval lab's accuracies and the benchmarks' acc and
+// acc_norm (bench/<name>/acc, as results.json carries them).
+bool fraction_metric(const std::string& metric) {
+  const auto ends_with = [&](const std::string& tail) {
+    return metric.size() >= tail.size() &&
+           metric.compare(metric.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return metric.find("accuracy") != std::string::npos ||
+         (metric.rfind("bench/", 0) == 0 && (ends_with("/acc") || ends_with("/acc_norm")));
+}
+
 // The metric of each group against the group_by value: mean with a std whisker, one ring per seed.
 std::string metric_chart(const SweepSummary& s) {
   std::vector<json> xs;  // group_by values, grid order
@@ -99,7 +110,7 @@ std::string metric_chart(const SweepSummary& s) {
   if (!numeric) {
     for (const json& v : xs) chart.x_categories.push_back(value_label(v));
   }
-  if (s.metric.find("accuracy") != std::string::npos) {
+  if (fraction_metric(s.metric)) {
     chart.y_min = 0.0;
     chart.y_max = 1.0;
   }

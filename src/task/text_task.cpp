@@ -6,11 +6,13 @@
 #include <filesystem>
 
 #include "core/errors.h"
+#include "data/benchmark_file.h"
 #include "data/text_batches.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
 #include "io/atomic_file.h"
 #include "io/sha256.h"
+#include "task/benchmark_eval.h"
 #include "task/task.h"
 #include "task/text_eval.h"
 
@@ -91,6 +93,7 @@ class TextTask : public Task {
       train_sha256_ = io_as<DataError>([&] { return sha256_file(data.train); });
       source_ = std::make_unique<TextBatchSource>(std::move(train), rows_, config.train.batch_size,
                                                   batch_seed(config.seed));
+      open_benchmarks(config.train.eval_tasks);
     } else {
       val_ = std::make_unique<TokenFile>(open_token_file(data.val));
       check_model_vocab(val_->header(), data.val, input_vocab, config.model.output_vocab);
@@ -102,10 +105,12 @@ class TextTask : public Task {
   std::string describe() const override {
     std::string text = source_ ? std::to_string(source_->file().num_tokens()) + " train / " : "";
     const bool masked = val_->header().loss_mask || (source_ && source_->file().header().loss_mask);
-    return text + std::to_string(val_->num_tokens()) + " val tokens (" + val_->tokenizer().describe() +
-           "); " +
-           (masked ? "loss at the labels the files' loss mask keeps (answers, not prompts), padding excluded"
-                   : "loss at every label position, padding excluded");
+    text += std::to_string(val_->num_tokens()) + " val tokens (" + val_->tokenizer().describe() + "); " +
+            (masked ? "loss at the labels the files' loss mask keeps (answers, not prompts), padding excluded"
+                    : "loss at every label position, padding excluded");
+    for (const Benchmark& b : benchmarks_)
+      text += "; benchmark " + b.name + " (" + std::to_string(b.items.size()) + " items)";
+    return text;
   }
   nlohmann::json identity() const override {
     const TokenFile& train = source().file();
@@ -130,8 +135,15 @@ class TextTask : public Task {
     return text_fixed_batch_loss(model, source().file(), rows_, config_.train.batch_size, device_);
   }
 
+  // The validation figures, then each benchmark of train.eval_tasks (only a training run opens them).
   nlohmann::json evaluate(Transformer& model) override {
-    return evaluate_text(model, *val_, rows_, config_.train.batch_size, device_).to_json("val_");
+    nlohmann::json figures =
+        evaluate_text(model, *val_, rows_, config_.train.batch_size, device_).to_json("val_");
+    for (const Benchmark& benchmark : benchmarks_) {
+      figures.update(
+          score_benchmark(model, benchmark, *bench_tokenizer_, config_.train.batch_size, device_).metrics());
+    }
+    return figures;
   }
   // The same figures without their "val_" prefix: the file name already says which split.
   nlohmann::json checkpoint_figures(const nlohmann::json& evaluation) const override {
@@ -143,7 +155,7 @@ class TextTask : public Task {
     return figures;
   }
   std::string results_table(const nlohmann::json& results) const override {
-    return format_text_table(results);
+    return format_text_table(results) + format_benchmark_lines(results);
   }
 
   std::vector<std::string> token_labels(const Batch& batch, int64_t row) const override {
@@ -197,12 +209,27 @@ class TextTask : public Task {
     return *source_;
   }
 
+  // Benchmarks score text, so they need the tokenizer that made the training ids.
+  void open_benchmarks(const std::vector<std::string>& paths) {
+    if (paths.empty()) return;
+    const TokenFile& train = source_->file();
+    bench_tokenizer_ = tokenizer_for(train.tokenizer(), train.tokenizer_model());
+    if (!bench_tokenizer_) {
+      throw DataError("[benchmark] train.eval_tasks needs the text behind the ids, but " +
+                      config_.data.train + " holds ids imported from another trainer (tokenizer " +
+                      train.tokenizer().name + ")");
+    }
+    for (const std::string& path : paths) benchmarks_.push_back(read_benchmark(path));
+  }
+
   RunConfig config_;
   TextRowOptions rows_;
   std::unique_ptr<TokenFile> val_;
   std::unique_ptr<Tokenizer> tokenizer_;  // subword files: decodes labels; nullptr for bytes and imported ids
   c10::Device device_;
-  std::unique_ptr<TextBatchSource> source_;  // kTraining only
+  std::unique_ptr<TextBatchSource> source_;     // kTraining only
+  std::vector<Benchmark> benchmarks_;           // kTraining only: train.eval_tasks
+  std::unique_ptr<Tokenizer> bench_tokenizer_;  // the training file's, when there are benchmarks
 };
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace causal {
 
 ReplayResult replay_step(const std::filesystem::path& bundle_dir) {
   const ForensicsBundle bundle = read_forensics(bundle_dir);
-  const RunConfig config = parse_config_text(bundle.config.dump(), (bundle_dir / "config.json").string());
+  const RunConfig config =
+      parse_config_text(bundle.config.dump(), (bundle_dir / "config.json").string(), {kWithoutEvalTasks});
   // The run's own split: another one would round the step's products differently.
   if (bundle.threads) {
     apply_thread_split(*bundle.threads);

@@ -94,7 +94,8 @@ const char* const kNonDefaultText = R"({
             "optimizer": {"lr": 0.002, "betas": [0.85, 0.98], "eps": 1e-6, "weight_decay": 0.0,
                           "decay_norms_and_embeddings": true, "kernel": "fused"},
             "schedule": {"kind": "linear", "warmup_steps": 6, "min_lr_ratio": 0.0, "decay_fraction": 0.5},
-            "grad_clip": 0.0, "log_every": 3, "eval_every": 30, "checkpoint_every": 20,
+            "grad_clip": 0.0, "log_every": 3, "eval_every": 30,
+            "eval_tasks": ["data/benchmarks/brown-next-sentence.jsonl"], "checkpoint_every": 20,
             "keep_checkpoints": 2, "nonfinite": "skip", "max_consecutive_skips": 9, "diag_every": 3,
             "spike_window": 30, "spike_threshold": 3.0},
   "dist": {"timeout_s": 300, "bucket_mb": 0.5}
@@ -584,6 +585,24 @@ CATCH_TEST_CASE("config: text data may leave its files unnamed, and needs one to
       "data": {"kind": "text", "train": "t.tok", "val": "v.tok"}})");
   CATCH_CHECK(vocab.path() == "model.output_vocab");
   CATCH_CHECK_THAT(what(vocab), Contains("must equal model.inputs[0].vocab 259"));
+}
+
+CATCH_TEST_CASE("config: train.eval_tasks names existing benchmark files of a text run, by distinct names",
+                "[unit][config]") {
+  const std::string text = R"({"model": {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259},
+      "data": {"kind": "text"}, "train": {"eval_tasks": )";
+  const std::string bundled = "\"data/benchmarks/brown-next-sentence.jsonl\"";
+  CATCH_CHECK(causal::parse_config_text(text + "[" + bundled + "]}}", "cfg.json").train.eval_tasks.size() ==
+              1);
+  ConfigError e = parse_error(text + "[" + bundled + ", \"absent/brown-next.jsonl\"]}}");
+  CATCH_CHECK(e.path() == "train.eval_tasks[1]");
+  CATCH_CHECK_THAT(what(e), Contains("no file 'absent/brown-next.jsonl'"));
+  e = parse_error(text + "[" + bundled + ", \"data/benchmarks/../benchmarks/brown-next-sentence.jsonl\"]}}");
+  CATCH_CHECK(e.path() == "train.eval_tasks[1]");
+  CATCH_CHECK_THAT(what(e), Contains("another file is named 'brown-next-sentence' too"));
+  e = override_error({"train.eval_tasks=[" + bundled + "]"});
+  CATCH_CHECK(e.path() == "train.eval_tasks");
+  CATCH_CHECK_THAT(what(e), Contains("data.kind \"text\" only, got \"retrieval\""));
 }
 
 CATCH_TEST_CASE("config: the device string must look like cpu, cuda or cuda:N", "[unit][config]") {

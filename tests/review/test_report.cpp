@@ -299,12 +299,17 @@ CATCH_TEST_CASE(
   metrics += R"({"kind":"eval","step":20,"val_loss":1.5,"val_bits_per_byte":2.1})"
              "\n";
   for (int s = 30; s <= 50; s += 1) metrics += row(s, (s - 29) * 0.1, false);
+  // train.eval_tasks: a benchmark's figures in a later eval row (its chart starts there).
+  metrics +=
+      R"({"kind":"eval","step":50,"val_loss":1.2,"bench/tiny-cloze/acc":0.4,"bench/tiny-cloze/acc_norm":0.45,)"
+      R"("bench/tiny-cloze/chance":0.25,"bench/tiny-cloze/items":80})"
+      "\n";
   metrics += R"({"kind":"train","step":51,"loss":0.0)";  // torn: the writer is mid-line
   write_file(dir / "metrics.jsonl", metrics);
 
   const RunHistory h = read_run_history(dir);
   CATCH_CHECK(h.train_rows.size() == 50);
-  CATCH_CHECK(h.eval_rows.size() == 1);
+  CATCH_CHECK(h.eval_rows.size() == 2);
   CATCH_CHECK(h.skipped_lines == 1);
   CATCH_CHECK(h.restarts == std::vector<int64_t>{30});
   CATCH_CHECK(h.last_step() == 50);
@@ -317,7 +322,8 @@ CATCH_TEST_CASE(
   for (const char* expected :
        {"hand &lt;made&gt;", "unfinished", "resumed 1 time", "unreadable line", "Gradient norm per block",
         "Update / weight ratio per block", "Activation RMS per block", "1 step(s) flagged as spikes",
-        "No attention heatmap", "no checkpoint", "validation loss (eval)", "No results.json yet"}) {
+        "No attention heatmap", "no checkpoint", "validation loss (eval)", "No results.json yet",
+        "Benchmarks (eval rows)", "tiny-cloze acc_norm", "tiny-cloze acc", "chance 0.25"}) {
     CATCH_INFO(expected);
     CATCH_CHECK(html.find(expected) != std::string::npos);
   }
@@ -337,6 +343,7 @@ CATCH_TEST_CASE(
   const std::string page = render_report(r.string());
   check_self_contained(page);
   CATCH_CHECK(page.find("Retrieval controls") != std::string::npos);
+  CATCH_CHECK(page.find("Benchmarks (eval rows)") == std::string::npos);
   CATCH_CHECK(count_of(page, ">PASS<") == 4);  // loss 0.4 < 0.5, accuracy, intervention, causality
   CATCH_CHECK(count_of(page, ">FAIL<") == 1);  // no-context 0.3
   CATCH_CHECK(page.find("4 (trained)") != std::string::npos);

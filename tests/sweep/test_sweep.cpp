@@ -216,6 +216,37 @@ CATCH_TEST_CASE("sweep summary: flattened fields, groups over seeds, mean and sa
   CATCH_CHECK(j["groups"][0]["fields"]["test_accuracy"]["n"] == 3);
 }
 
+CATCH_TEST_CASE("sweep summary: benchmark figures of results.json become columns and a chartable metric",
+                "[unit][sweep]") {
+  SweepSpec spec;
+  spec.config = kSweepBase;
+  apply_grid_flag(spec, "seed=1,2");
+  spec.metric = "bench/brown-next-sentence/acc_norm";
+  finish_sweep_spec(spec, "text");
+  std::vector<PointResult> points;
+  for (const SweepPoint& p : grid_points(spec)) {
+    PointResult r;
+    r.point = p;
+    r.run_dir = "/x/" + p.name;
+    r.state = PointState::kFinished;
+    // train.eval_tasks puts these flat keys into results.json (task/benchmark_eval.h).
+    r.results = {{"val_loss", 1.5},
+                 {"bench/brown-next-sentence/acc", 0.3 + 0.1 * static_cast<double>(points.size())},
+                 {"bench/brown-next-sentence/acc_norm", 0.4}};
+    points.push_back(r);
+  }
+  const SweepSummary s = summarize_sweep(spec, points);
+  CATCH_CHECK(s.columns == std::vector<std::string>{"bench/brown-next-sentence/acc",
+                                                    "bench/brown-next-sentence/acc_norm", "val_loss"});
+  CATCH_CHECK(s.metric == "bench/brown-next-sentence/acc_norm");
+  CATCH_REQUIRE(s.groups.size() == 1);
+  CATCH_CHECK(s.groups[0].mean.at("bench/brown-next-sentence/acc") == Approx(0.35));
+  const std::string csv = summary_csv(s);
+  CATCH_CHECK(
+      csv.substr(0, csv.find('\n')) ==
+      "point,state,seed,bench/brown-next-sentence/acc,bench/brown-next-sentence/acc_norm,val_loss,error");
+}
+
 CATCH_TEST_CASE("sweep runs every point once: finished points are skipped, an interrupted one resumes",
                 "[e2e][sweep]") {
   testing::ScratchDir dir("sweep_resume");
