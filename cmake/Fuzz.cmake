@@ -33,7 +33,8 @@ set(CAUSAL_FUZZ_checkpoint ${src}/checkpoint/checkpoint_dir.cpp)
 set(CAUSAL_FUZZ_data ${src}/data/token_file.cpp ${src}/data/token_import.cpp ${src}/data/tokenizer.cpp
   ${src}/data/sentencepiece_tokenizer.cpp ${src}/data/text_encode.cpp ${src}/data/byte_bpe_model.cpp
   ${src}/data/byte_bpe_tokenizer.cpp ${src}/data/pre_tokenizer.cpp ${src}/data/chat_template.cpp
-  ${src}/data/jsonl_documents.cpp
+  ${src}/data/jsonl_documents.cpp ${src}/data/benchmark_file.cpp ${src}/data/benchmark_text.cpp
+  ${src}/data/python_text.cpp
   ${src}/data/sentencepiece_shim/sentencepiece_shim.cpp
   ${CMAKE_SOURCE_DIR}/tests/fuzz/sentencepiece_linked_backend.cpp)
 set(CAUSAL_FUZZ_sweep ${src}/sweep/sweep_spec.cpp)
@@ -51,7 +52,7 @@ target_link_libraries(causal_fuzz_data PRIVATE PkgConfig::SENTENCEPIECE PkgConfi
 
 # The harnesses: NAME -> the parts it links. A new parser adds its line here and its seed folder under
 # tests/fuzz/corpus/NAME/. The list stays on one line: tools/fuzz reads it with sed.
-set(CAUSAL_FUZZ_HARNESSES config overrides token_file safetensors checkpoint sentencepiece token_import sweep gguf hf gguf_quants jsonl)
+set(CAUSAL_FUZZ_HARNESSES config overrides token_file safetensors checkpoint sentencepiece token_import sweep gguf hf gguf_quants jsonl benchmark_file)
 set(CAUSAL_FUZZ_PARTS_config core config)
 set(CAUSAL_FUZZ_PARTS_overrides core config)
 set(CAUSAL_FUZZ_PARTS_token_file core config io data)
@@ -64,6 +65,7 @@ set(CAUSAL_FUZZ_PARTS_gguf core config io data interop)
 set(CAUSAL_FUZZ_PARTS_hf core config io data interop)
 set(CAUSAL_FUZZ_PARTS_gguf_quants core io)
 set(CAUSAL_FUZZ_PARTS_jsonl core config io data)
+set(CAUSAL_FUZZ_PARTS_benchmark_file core config io data)
 
 enable_testing()
 foreach(name ${CAUSAL_FUZZ_HARNESSES})

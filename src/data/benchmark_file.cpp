@@ -20,9 +20,9 @@ std::string describe(const json& value) {
   return std::string(value.type_name()) + " " + text;
 }
 
-class LineReader {
+class LineFields {
  public:
-  LineReader(const std::string& path, int64_t line, const json& row) : path_(path), line_(line), row_(row) {}
+  LineFields(const std::string& path, int64_t line, const json& row) : path_(path), line_(line), row_(row) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
     throw DataError("[benchmark] " + path_ + ":" + std::to_string(line_) +
@@ -87,7 +87,7 @@ class LineReader {
   const json& row_;
 };
 
-BenchmarkItem hellaswag_item(const LineReader& in) {
+BenchmarkItem hellaswag_item(const LineFields& in) {
   BenchmarkItem item;
   // The published files carry the parts lm-eval joins; a file with "ctx" alone is cleaned as given.
   if (in.has("activity_label") && in.has("ctx_a") && in.has("ctx_b")) {
@@ -101,7 +101,7 @@ BenchmarkItem hellaswag_item(const LineReader& in) {
   return item;
 }
 
-BenchmarkItem generic_item(const LineReader& in) {
+BenchmarkItem generic_item(const LineFields& in) {
   BenchmarkItem item;
   item.context = in.text("context");
   item.choices = in.texts("choices");
@@ -134,7 +134,7 @@ Benchmark read_benchmark(const std::string& path) {
       if (why.rfind('[', 0) == 0 && why.find("] ") != std::string::npos) why = why.substr(why.find("] ") + 2);
       throw DataError("[benchmark] " + path + ":" + std::to_string(number) + ": not JSON (" + why + ")");
     }
-    const LineReader reader(path, number, row);
+    const LineFields reader(path, number, row);
     if (!row.is_object()) reader.fail("", "expected a JSON object, got " + describe(row));
     const bool hellaswag = row.contains("endings"), generic = row.contains("choices");
     if (hellaswag == generic) {

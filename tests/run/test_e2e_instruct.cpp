@@ -1,7 +1,8 @@
 // End to end, instruction tuning as a user does it: a small byte model trained on the Brown sample goes out
 // as a GGUF and comes back in without data, the bundled chat instruction set (data/instructions) is encoded
 // with its loss mask, the model is tuned on it, and then answers through the chat template. Only answers
-// enter the loss: the loss on them falls, and every logged step counts exactly the supervised labels.
+// enter the loss: the loss on them falls, and every logged step counts exactly the supervised labels. The
+// bundled benchmark (eval --tasks) is scored before and after.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -41,6 +42,19 @@ double eval_loss(const fs::path& run, const std::string& val) {
   return loss;
 }
 
+// The bundled benchmark's line of `eval --tasks` for the run's newest checkpoint.
+std::string benchmark_line(const fs::path& run) {
+  const Result r =
+      run_causal("eval --run " + run.string() + " --tasks data/benchmarks/brown-next-sentence.jsonl");
+  CATCH_INFO(r.err);
+  CATCH_REQUIRE(r.code == 0);
+  const size_t at = r.out.find("brown-next-sentence ");
+  CATCH_REQUIRE(at != std::string::npos);
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  CATCH_CHECK(line.find("n=101") != std::string::npos);
+  return line;
+}
+
 }  // namespace
 
 CATCH_TEST_CASE(
@@ -72,12 +86,14 @@ CATCH_TEST_CASE(
   CATCH_CHECK(train_file.supervised_labels() < labels / 3);  // answers are short beside their prompts
 
   const double before = eval_loss(run, val_tok);
+  const std::string benchmark_before = benchmark_line(run);
   const int64_t steps = 200;
   causal_ok("train --run-dir " + run.string() + " --resume auto --set data.train=" + train_tok +
             " --set data.val=" + val_tok + " --set train.steps=" + std::to_string(steps) +
             " --set train.log_every=1 --set train.eval_every=0 --set train.optimizer.lr=0.003");
   const double after = eval_loss(run, val_tok);
   CATCH_WARN("answer loss on the held-out words: before " << before << ", after " << after);
+  CATCH_WARN("benchmark before: " << benchmark_before << "\nbenchmark after:  " << benchmark_line(run));
   CATCH_CHECK(after < 0.5 * before);
 
   // Every step's valid tokens are the supervised labels of the rows it trained on, replayed from the same
