@@ -15,7 +15,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool blank(std::string_view s) {
+bool is_blank(std::string_view s) {
   for (char c : s) {
     if (std::isspace(static_cast<unsigned char>(c)) == 0) return false;
   }
@@ -94,7 +94,7 @@ bool is_jsonl_path(const std::string& path) {
 
 std::variant<JsonlDocument, JsonlLineError> parse_jsonl_line(std::string_view line, const JsonlFields& fields,
                                                              const ChatFormat* chat) {
-  if (blank(line)) return JsonlDocument{};
+  if (is_blank(line)) return JsonlDocument{};
   nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return JsonlLineError{"(line)", "not valid JSON"};
   if (!object.is_object())
@@ -104,7 +104,7 @@ std::variant<JsonlDocument, JsonlLineError> parse_jsonl_line(std::string_view li
     case JsonlFormat::kText: {
       auto text = string_field(object, fields.text, fields.text);
       if (auto* error = std::get_if<JsonlLineError>(&text)) return *error;
-      if (!blank(std::get<std::string>(text))) doc.segments.push_back({std::get<std::string>(text), true});
+      if (!is_blank(std::get<std::string>(text))) doc.segments.push_back({std::get<std::string>(text), true});
       return doc;
     }
     case JsonlFormat::kPromptCompletion: {
