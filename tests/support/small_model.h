@@ -59,4 +59,22 @@ inline ModelConfig small_gpt2_model(int64_t vocab) {
   return c;
 }
 
+// The byte-level text model of the text contracts (vocab 259, d_model 32, 2 layers, 4 query and 2 KV heads,
+// SwiGLU, RMSNorm), with `position` and `max_seq_len` positions.
+inline ModelConfig small_byte_model(PositionKind position = PositionKind::kRope, int64_t max_seq_len = 64) {
+  ModelConfig m;
+  m.inputs = {InputField{"token", 259}};
+  m.output_vocab = 259;
+  m.d_model = 32;
+  m.n_layers = 2;
+  m.n_heads = 4;
+  m.n_kv_heads = 2;
+  m.ffn = FfnKind::kSwiglu;
+  m.ffn_hidden = 88;
+  m.norm = NormKind::kRmsNorm;
+  m.position = position;
+  m.max_seq_len = max_seq_len;
+  return m;
+}
+
 }  // namespace causal::testing

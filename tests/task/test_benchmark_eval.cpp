@@ -10,6 +10,7 @@
 #include "data/benchmark_file.h"
 #include "data/tokenizer.h"
 #include "model/transformer.h"
+#include "support/small_model.h"
 #include "task/benchmark_eval.h"
 
 using namespace causal;
@@ -17,18 +18,7 @@ using namespace causal;
 namespace {
 
 ModelConfig byte_model(int64_t max_seq_len) {
-  ModelConfig m;
-  m.inputs = {InputField{"token", 259}};
-  m.output_vocab = 259;
-  m.d_model = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.ffn = FfnKind::kSwiglu;
-  m.ffn_hidden = 88;
-  m.norm = NormKind::kRmsNorm;
-  m.position = PositionKind::kRope;
-  m.max_seq_len = max_seq_len;
+  ModelConfig m = testing::small_byte_model(PositionKind::kRope, max_seq_len);
   m.init_std = 0.3;  // large weights: choices differ by whole nats, so argmaxes are not decided by rounding
   return m;
 }

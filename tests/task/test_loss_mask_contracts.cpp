@@ -13,6 +13,7 @@
 #include "data/tokenizer.h"
 #include "model/transformer.h"
 #include "support/scratch_dir.h"
+#include "support/small_model.h"
 #include "support/tolerance.h"
 #include "task/objective.h"
 #include "train/trainer.h"
@@ -46,22 +47,6 @@ std::string write_examples(const testing::ScratchDir& dir, const std::string& na
   const std::string path = (dir.path / name).string();
   write_token_file(path, tok.info(), tokens, starts, std::nullopt, bytes, "", mask);
   return path;
-}
-
-ModelConfig text_model() {
-  ModelConfig m;
-  m.inputs = {InputField{"token", 259}};
-  m.output_vocab = 259;
-  m.d_model = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.ffn = FfnKind::kSwiglu;
-  m.ffn_hidden = 88;
-  m.norm = NormKind::kRmsNorm;
-  m.position = PositionKind::kRope;
-  m.max_seq_len = 64;
-  return m;
 }
 
 TextRowOptions rows_of(int64_t seq_len, TextLayout layout) {
@@ -124,7 +109,7 @@ CATCH_TEST_CASE(
   CATCH_REQUIRE(original.supervised_labels() == 3 + 1 + 3 + 1 + 3 + 1);
 
   torch::manual_seed(5);
-  Transformer model(text_model());
+  Transformer model(testing::small_byte_model());
   for (TextLayout layout : {TextLayout::kPacked, TextLayout::kPadded}) {
     const TextRowOptions o = rows_of(32, layout);
     const Batch a = batch_of(original, o);
@@ -156,7 +141,7 @@ CATCH_TEST_CASE("loss mask: packed and isolated equals padded, with masks", "[co
   const testing::ScratchDir dir("loss_mask_layouts");
   const TokenFile file(write_examples(dir, "a.tok", kExamples));
   torch::manual_seed(6);
-  Transformer model(text_model());
+  Transformer model(testing::small_byte_model());
   model->eval();
   torch::NoGradGuard no_grad;
   const Batch packed = batch_of(file, rows_of(64, TextLayout::kPacked));
@@ -193,7 +178,7 @@ CATCH_TEST_CASE("loss mask: a row whose every label is masked adds nothing to th
   const Batch all_masked = collate_rows(file, {rows[0]}, o);
   CATCH_REQUIRE(all_masked.valid_tokens() == 0);
   torch::manual_seed(7);
-  Transformer model(text_model());
+  Transformer model(testing::small_byte_model());
   // A step of nothing but masked labels: loss 0 and zero gradients, as the data contract says.
   const Step empty = step(model, all_masked);
   CATCH_CHECK(empty.result.loss == 0.0);

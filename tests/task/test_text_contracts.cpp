@@ -10,6 +10,7 @@
 #include "data/token_file.h"
 #include "model/transformer.h"
 #include "support/byte_docs.h"
+#include "support/small_model.h"
 #include "support/tolerance.h"
 #include "task/objective.h"
 
@@ -32,21 +33,7 @@ struct DocFile {
   ~DocFile() { fs::remove_all(dir); }
 };
 
-ModelConfig text_model(PositionKind position) {
-  ModelConfig m;
-  m.inputs = {InputField{"token", 259}};
-  m.output_vocab = 259;
-  m.d_model = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.ffn = FfnKind::kSwiglu;
-  m.ffn_hidden = 88;
-  m.norm = NormKind::kRmsNorm;
-  m.position = position;
-  m.max_seq_len = 64;
-  return m;
-}
+ModelConfig text_model(PositionKind position) { return testing::small_byte_model(position); }
 
 TextRowOptions packed(int64_t seq_len, bool isolate) {
   TextRowOptions o;
