@@ -22,15 +22,13 @@ bool is_blank(std::string_view s) {
   return true;
 }
 
-const char* type_name(const nlohmann::json& value) { return value.type_name(); }
-
 // The string at `key` of `object`, or the error naming `where`.
 std::variant<std::string, JsonlLineError> string_field(const nlohmann::json& object, const std::string& key,
                                                        const std::string& where) {
   const auto it = object.find(key);
   if (it == object.end()) return JsonlLineError{where, "missing"};
   if (!it->is_string())
-    return JsonlLineError{where, std::string("is ") + type_name(*it) + ", expected a string"};
+    return JsonlLineError{where, std::string("is ") + it->type_name() + ", expected a string"};
   return it->get<std::string>();
 }
 
@@ -45,7 +43,7 @@ std::variant<JsonlDocument, JsonlLineError> chat_document(const nlohmann::json& 
     const nlohmann::json& m = (*it)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object())
-      return JsonlLineError{where, std::string("is ") + type_name(m) + ", expected an object"};
+      return JsonlLineError{where, std::string("is ") + m.type_name() + ", expected an object"};
     auto role = string_field(m, "role", where + ".role");
     if (auto* error = std::get_if<JsonlLineError>(&role)) return *error;
     auto content = string_field(m, "content", where + ".content");
@@ -98,7 +96,7 @@ std::variant<JsonlDocument, JsonlLineError> parse_jsonl_line(std::string_view li
   nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return JsonlLineError{"(line)", "not valid JSON"};
   if (!object.is_object())
-    return JsonlLineError{"(line)", std::string("is a JSON ") + type_name(object) + ", expected an object"};
+    return JsonlLineError{"(line)", std::string("is a JSON ") + object.type_name() + ", expected an object"};
   JsonlDocument doc;
   switch (fields.format) {
     case JsonlFormat::kText: {
