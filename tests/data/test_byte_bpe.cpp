@@ -22,6 +22,7 @@
 #include "data/token_file.h"
 #include "data/tokenizer.h"
 #include "io/gguf_file.h"
+#include "support/promised_cut.h"
 #include "support/scratch_dir.h"
 
 using namespace causal;
@@ -127,21 +128,10 @@ std::vector<T> concat(std::vector<T> a, const std::vector<T>& b) {
   return a;
 }
 
-// The cuts split_point promises, restated from its contract (SplitRule), as opposed to its fallback.
-bool promised_cut(SplitRule rule, const std::string& text, size_t p) {
-  auto letter = [&](size_t i) {
-    return i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]));
-  };
-  if (p < 2 || p >= text.size() || text[p - 1] != '\n') return false;
-  if (rule == SplitRule::kAfterLineBreaks) return letter(p);
-  if (rule == SplitRule::kGpt2LineBreaks)
-    return (letter(p) && text[p - 2] > ' ' && text[p - 2] < 0x7F) || (text[p] == '\n' && letter(p + 1));
-  return false;
-}
-
 }  // namespace byte_bpe_test
 
 using namespace byte_bpe_test;
+using testing::promised_cut;
 
 CATCH_TEST_CASE("byte-bpe: merges apply by rank, leftmost among equals", "[unit][data]") {
   // The same three merges in two orders give two segmentations of "abc": rank order decides.

@@ -20,6 +20,7 @@
 #include "data/byte_bpe_tokenizer.h"
 #include "data/pre_tokenizer.h"
 #include "data/tokenizer.h"
+#include "support/promised_cut.h"
 #include "support/scratch_dir.h"
 #include "support/skip.h"
 
@@ -49,21 +50,10 @@ std::string without_document_specials(std::string text, const ByteBpeTokenizer& 
   return text;
 }
 
-// The cuts split_point promises, restated from its contract (SplitRule), as opposed to its fallback.
-bool promised_cut(SplitRule rule, const std::string& text, size_t p) {
-  auto letter = [&](size_t i) {
-    return i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]));
-  };
-  if (p < 2 || p >= text.size() || text[p - 1] != '\n') return false;
-  if (rule == SplitRule::kAfterLineBreaks) return letter(p);
-  if (rule == SplitRule::kGpt2LineBreaks)
-    return (letter(p) && text[p - 2] > ' ' && text[p - 2] < 0x7F) || (text[p] == '\n' && letter(p + 1));
-  return false;
-}
-
 }  // namespace interop_tokenizers_test
 
 using namespace interop_tokenizers_test;
+using testing::promised_cut;
 
 CATCH_TEST_CASE("interop: byte-level BPE gives llama.cpp's and HF tokenizers' ids",
                 "[.][interop-tokenizers]") {
