@@ -128,20 +128,27 @@ void check_alternation(ChatFamily family, const std::vector<ChatMessage>& messag
   }
 }
 
+// Turns written `before role after content end` and a newline, as ChatML and Zephyr write them: the
+// assistant's content and end marker are supervised, the newline after them is not.
+void render_marked_turns(const std::vector<ChatMessage>& messages, const std::string& before,
+                         const std::string& after, const std::string& end, SpanWriter& out) {
+  for (const ChatMessage& m : messages) {
+    out.context(before + m.role + after);
+    if (m.role == "assistant") {
+      out.supervised(m.content + end);
+      out.context("\n");
+    } else {
+      out.context(m.content + end + "\n");
+    }
+  }
+}
+
 void render_chatml(const ChatFormat& format, const std::vector<ChatMessage>& messages, bool generation,
                    SpanWriter& out) {
   if (!format.default_system.empty() && messages[0].role != "system") {
     out.context("<|im_start|>system\n" + format.default_system + "<|im_end|>\n");
   }
-  for (const ChatMessage& m : messages) {
-    out.context("<|im_start|>" + m.role + "\n");
-    if (m.role == "assistant") {
-      out.supervised(m.content + "<|im_end|>");
-      out.context("\n");
-    } else {
-      out.context(m.content + "<|im_end|>\n");
-    }
-  }
+  render_marked_turns(messages, "<|im_start|>", "\n", "<|im_end|>", out);
   if (generation) out.context("<|im_start|>assistant\n");
 }
 
@@ -264,15 +271,7 @@ void render_phi3(const std::vector<ChatMessage>& messages, bool generation, Span
 }
 
 void render_zephyr(const std::vector<ChatMessage>& messages, bool generation, SpanWriter& out) {
-  for (const ChatMessage& m : messages) {
-    out.context("<|" + m.role + "|>\n");
-    if (m.role == "assistant") {
-      out.supervised(m.content + "</s>");
-      out.context("\n");
-    } else {
-      out.context(m.content + "</s>\n");
-    }
-  }
+  render_marked_turns(messages, "<|", "|>\n", "</s>", out);
   if (generation) out.context("<|assistant|>\n");
 }
 
