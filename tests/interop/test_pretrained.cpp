@@ -7,6 +7,7 @@
 // tests/interop/pretrained.py runs the Python side.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "data/token_file.h"
 #include "support/cli.h"
 #include "support/document_logprobs.h"
 #include "support/skip.h"
@@ -27,6 +29,8 @@ namespace pretrained_test {
 
 constexpr double kLogprobTolerance = 1e-4;       // per token, f32 weights and f32 KV cache on both sides
 constexpr double kQuantizedNllTolerance = 0.05;  // llama.cpp on Q4_1 quantizes activations in its products
+constexpr double kQ8NllTolerance = 0.01;         // mean NLL, causal's q8_0 export against its f32 export
+constexpr int64_t kLongSequence = 1000;          // ids after BOS
 
 // Held-out English (written for this test, in no training set of causal's), one document each.
 const std::vector<std::string> kHeldOut = {
@@ -35,7 +39,38 @@ const std::vector<std::string> kHeldOut = {
     "Most of the water on Earth is in the oceans; only a small part of it is fresh water that people can "
     "drink.",
     "The recipe calls for two cups of flour, one egg, a pinch of salt and enough milk to make a smooth "
-    "batter."};
+    "batter.",
+    "When the old bridge was closed for repairs, the bus to the market took the long road through the hills, "
+    "and the trip that used to take twenty minutes took almost an hour.",
+    "He had never learned to swim, so he stayed on the sand with the bags and watched the children race each "
+    "other into the waves.",
+    "A good map shows not only where the roads go but also which of them are steep, which are paved and "
+    "where "
+    "a traveller can find water.",
+    "The library opens at nine on weekdays and at ten on Saturdays; it is closed on Sundays and on public "
+    "holidays.",
+    "After three dry summers the farmers planted a crop that needs less water, and the harvest was smaller "
+    "but "
+    "it did not fail.",
+    "My grandmother kept every letter she ever received in a wooden box under her bed, tied in bundles by "
+    "year.",
+    "The train was late because a tree had fallen across the line during the night, and the passengers "
+    "waited "
+    "on the platform with their coffee.",
+    "To change a flat tyre, loosen the nuts a little before you lift the car, then raise it, remove the "
+    "wheel "
+    "and fit the spare.",
+    "The museum's new hall holds the bones of a whale that washed up on the northern coast more than a "
+    "hundred "
+    "years ago.",
+    "Nobody in the village could remember a winter so cold that the lake froze all the way across, until "
+    "this "
+    "one.",
+    "The teacher asked each student to bring one question about the stars, and by the end of the lesson the "
+    "board was full of them.",
+    "If the soup is too salty, add a sliced potato and let it simmer for ten minutes; the potato takes up "
+    "some "
+    "of the salt."};
 
 struct ChatPrompt {
   std::string system, user;
@@ -74,6 +109,25 @@ nlohmann::json llama_scores(const fs::path& root, const fs::path& docs_file, con
   const nlohmann::json result = read_json(out);
   std::cout << "pretrained " << name << ": " << result.dump() << "\n";
   return result;
+}
+
+// Long sequences from a token file's documents: BOS, then the documents' ids one after the other (each
+// without its BOS, with its EOS), cut into `count` sequences of `length` ids after BOS.
+std::vector<std::vector<int64_t>> long_sequences(const fs::path& tokens, int64_t length, int64_t count) {
+  const TokenFile file(tokens.string());
+  std::vector<int64_t> stream;
+  for (int64_t d = 0; d < file.num_documents(); ++d) {
+    const std::vector<int64_t> ids = file.document(d);
+    stream.insert(stream.end(), ids.begin() + 1, ids.end());
+  }
+  CATCH_REQUIRE(static_cast<int64_t>(stream.size()) >= length * count);
+  std::vector<std::vector<int64_t>> sequences;
+  for (int64_t s = 0; s < count; ++s) {
+    std::vector<int64_t> sequence = {file.document(0).front()};
+    sequence.insert(sequence.end(), stream.begin() + s * length, stream.begin() + (s + 1) * length);
+    sequences.push_back(std::move(sequence));
+  }
+  return sequences;
 }
 
 double eval_loss(const fs::path& run, const fs::path& val) {
@@ -170,18 +224,22 @@ CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through 
   }
 
   // 4. Fine-tune 100 steps on the bundled Brown sample, encoded with the model's tokenizer: the loss
-  // falls, and llama.cpp scores the f32 export of the result as causal does.
+  // falls, and llama.cpp scores the f32 export of the result as causal does. The files in name order, as
+  // the shell's glob gives them: the split, and so the tuned model, is then the same on every machine.
   const fs::path train = root / "brown.train.tok", val = root / "brown.val.tok";
-  std::string inputs;
+  std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(fs::path(CAUSAL_SOURCE_DIR) / "data/brown-sample"))
-    inputs += " " + entry.path().string();
+    files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  std::string inputs;
+  for (const std::string& file : files) inputs += " " + file;
   causal_ok("data encode --input" + inputs + " --tokenizer " + original.string() + " --out " +
             train.string() + " --val-out " + val.string() + " --val-fraction 0.1 --doc-separator '\\n\\n'");
   const double before = eval_loss(run, val);
   start = std::chrono::steady_clock::now();
   causal_ok("train --run-dir " + run.string() + " --resume auto --set data.train=" + train.string() +
             " --set data.val=" + val.string() +
-            " --set data.seq_len=128 --set train.batch_size=4 --set train.steps=100 --set train.eval_every=0 "
+            " --set data.seq_len=64 --set train.batch_size=4 --set train.steps=100 --set train.eval_every=0 "
             "--set train.optimizer.lr=0.0001 --set train.schedule.warmup_steps=10");
   const double train_seconds = seconds_since(start);
   const double after = eval_loss(run, val);
@@ -194,14 +252,22 @@ CATCH_TEST_CASE("interop: SmolLM2-135M-Instruct from its quantized GGUF through 
   const nlohmann::json tuned_scores = llama_scores(root, root / "tuned-docs.json", tuned, "tuned-f32-export");
   CATCH_CHECK(tuned_scores["max_abs_logprob_diff"].get<double>() <= kLogprobTolerance);
 
-  // 5. The same model as q8_0: llama.cpp's NLL within 0.01 of the f32 export's.
+  // 5. The same model as q8_0: llama.cpp's NLL within 0.01 of the f32 export's, on 3,000 tokens of the
+  // fine-tune's held-out split in three long sequences. Short documents would not measure it: this model
+  // (BOS is its <|im_start|>) is wildly unsure right after BOS and the first word (log-probabilities near
+  // -30 there after the fine-tune), where q8_0 moved single tokens by 18 nats, enough to shift the mean of a
+  // 2,000-token set of paragraphs by 0.01 either way; past the first positions the difference per token is
+  // under 1 nat and its mean a few 1e-4.
   const fs::path small = root / "tuned.q8_0.gguf";
   causal_ok("export --run " + run.string() + " --format gguf --dtype q8_0 --out " + small.string());
-  const nlohmann::json q8 = llama_scores(root, root / "tuned-docs.json", small, "tuned-q8_0-export");
+  const fs::path val_docs = root / "tuned-val-docs.json";
+  std::ofstream(val_docs) << sequence_logprobs(run, long_sequences(val, kLongSequence, 3)).dump();
+  const nlohmann::json tuned_val = llama_scores(root, val_docs, tuned, "tuned-f32-export-val");
+  const nlohmann::json q8 = llama_scores(root, val_docs, small, "tuned-q8_0-export-val");
   std::cout << "pretrained q8_0: " << fs::file_size(small) << " bytes against " << fs::file_size(tuned)
             << " for f32\n";
-  CATCH_CHECK(std::abs(q8["llama_mean_nll"].get<double>() - tuned_scores["llama_mean_nll"].get<double>()) <=
-              0.01);
+  CATCH_CHECK(std::abs(q8["llama_mean_nll"].get<double>() - tuned_val["llama_mean_nll"].get<double>()) <=
+              kQ8NllTolerance);
   fs::remove_all(root);
 }
 

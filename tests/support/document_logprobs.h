@@ -1,5 +1,5 @@
-// Test helper: a run's per-token log-probabilities of every document in a token file, as the interop
-// tests hand them to the consumers (llama.cpp, transformers) to compare.
+// Test helper: a run's per-token log-probabilities of token sequences (every document in a token file, or
+// given ids), as the interop tests hand them to the consumers (llama.cpp, transformers) to compare.
 #pragma once
 
 #include <torch/torch.h>
@@ -15,14 +15,13 @@
 namespace causal::testing {
 
 // {"docs": [[ids...]...], "logprobs": [[log p(ids[i+1] | ids[..i])...]...]}: float64 log-softmax of the
-// newest checkpoint's float32 logits, each document alone from its BOS.
-inline nlohmann::json document_logprobs(const std::filesystem::path& run, const std::filesystem::path& held) {
+// newest checkpoint's float32 logits, each sequence alone from its first id.
+inline nlohmann::json sequence_logprobs(const std::filesystem::path& run,
+                                        const std::vector<std::vector<int64_t>>& sequences) {
   CheckpointModel loaded = load_checkpoint_model(run.string(), "", {});
-  const TokenFile file(held.string());
   nlohmann::json docs = {{"docs", nlohmann::json::array()}, {"logprobs", nlohmann::json::array()}};
   torch::NoGradGuard no_grad;
-  for (int64_t d = 0; d < file.num_documents(); ++d) {
-    const std::vector<int64_t> ids = file.document(d);
+  for (const std::vector<int64_t>& ids : sequences) {
     const torch::Tensor tokens = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end() - 1)).unsqueeze(0);
     const torch::Tensor logp = loaded.model->forward({tokens}).logits[0].to(torch::kDouble).log_softmax(-1);
     const torch::Tensor labels = torch::tensor(std::vector<int64_t>(ids.begin() + 1, ids.end()));
@@ -32,6 +31,14 @@ inline nlohmann::json document_logprobs(const std::filesystem::path& run, const 
         std::vector<double>(picked.data_ptr<double>(), picked.data_ptr<double>() + picked.numel()));
   }
   return docs;
+}
+
+// sequence_logprobs of every document in a token file, each from its BOS.
+inline nlohmann::json document_logprobs(const std::filesystem::path& run, const std::filesystem::path& held) {
+  const TokenFile file(held.string());
+  std::vector<std::vector<int64_t>> documents;
+  for (int64_t d = 0; d < file.num_documents(); ++d) documents.push_back(file.document(d));
+  return sequence_logprobs(run, documents);
 }
 
 }  // namespace causal::testing
