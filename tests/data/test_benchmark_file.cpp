@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "core/errors.h"
 #include "data/benchmark_file.h"
@@ -194,58 +195,69 @@ CATCH_TEST_CASE("bundled benchmark: every item is held-out Brown text, and the t
   const fs::path root = CAUSAL_SOURCE_DIR;
   const fs::path bundled = root / "data/benchmarks/brown-next-sentence.jsonl";
   const Benchmark b = read_benchmark(bundled.string());
-  CATCH_CHECK(b.items.size() >= 80);
-  CATCH_CHECK(b.items.size() <= 300);
-  // The documents and split of the bundled configs (tools/setup.sh: prepare_bundled_data).
-  ScratchDir dir("bench_bundled");
-  EncodeOptions encode;
-  for (const auto& entry : fs::directory_iterator(root / "data/brown-sample"))
-    encode.inputs.push_back(entry.path());
-  std::sort(encode.inputs.begin(), encode.inputs.end());
-  encode.out = (dir.path / "train.tok").string();
-  encode.val_out = (dir.path / "val.tok").string();
-  encode.val_fraction = 0.1;
-  encode.doc_separator = "\n\n";
-  encode_text_files(encode);
-  const auto texts = [](const std::string& path) {
-    const TokenFile file(path);
-    std::vector<std::string> docs;
-    for (int64_t d = 0; d < file.num_documents(); ++d) {
-      std::string text;
-      for (int64_t id : file.document(d))
-        if (id < 256) text += static_cast<char>(id);
-      docs.push_back(text);
+  CATCH_REQUIRE(b.items.size() >= 1000);
+  CATCH_REQUIRE(b.items.size() % 4 == 0);
+  // The paragraphs of each held-out text (files in name order, cut at blank lines), and all of the sample's
+  // text, train and validation split alike.
+  const auto paragraphs = [](const fs::path& file) {
+    const std::string text = testing::slurp(file);
+    std::vector<std::string> pieces;
+    for (size_t at = 0; at <= text.size();) {
+      const size_t end = std::min(text.find("\n\n", at), text.size());
+      pieces.push_back(text.substr(at, end - at));
+      at = end + 2;
     }
-    return docs;
+    return pieces;
   };
-  const std::vector<std::string> val = texts(encode.val_out), train = texts(encode.out);
-  int64_t answers_in_val = 0, distractors_elsewhere = 0, in_train = 0, distractors = 0;
-  for (const BenchmarkItem& item : b.items) {
-    CATCH_INFO("line " << item.line);
-    CATCH_REQUIRE(item.choices.size() == 4);
-    // The item's document starts with its context followed by the answer, as the scorer joins them.
-    const std::string truth = item.context + kChoiceDelimiter + item.choices[item.answer];
-    size_t home = val.size();
-    for (size_t d = 0; d < val.size(); ++d)
-      if (val[d].rfind(truth, 0) == 0) home = d;
-    answers_in_val += home < val.size();
-    for (size_t c = 0; c < item.choices.size(); ++c) {
-      for (const std::string& doc : train) in_train += doc.find(item.choices[c]) != std::string::npos;
-      if (static_cast<int64_t>(c) == item.answer) continue;
-      ++distractors;
-      for (size_t d = 0; d < val.size(); ++d) {
-        if (d != home && val[d].find(item.choices[c]) != std::string::npos) {
-          ++distractors_elsewhere;
-          break;
-        }
-      }
-    }
+  std::map<std::string, std::vector<std::string>> heldout;
+  for (const auto& entry : fs::directory_iterator(root / "data/brown-heldout"))
+    heldout[entry.path().stem().string()] = paragraphs(entry.path());
+  std::string sample;
+  for (const auto& entry : fs::directory_iterator(root / "data/brown-sample"))
+    sample += testing::slurp(entry.path());
+  CATCH_REQUIRE(heldout.size() >= 20);
+  for (const auto& [name, text] : heldout) {
+    CATCH_INFO(name);
+    CATCH_CHECK(!fs::exists(root / "data/brown-sample" / (name + ".txt")));
   }
-  CATCH_CHECK(answers_in_val == static_cast<int64_t>(b.items.size()));
-  CATCH_CHECK(distractors_elsewhere == distractors);
-  CATCH_CHECK(in_train == 0);
+
+  int64_t answers_in_text = 0, in_sample = 0, groups_whole = 0;
+  for (size_t g = 0; g < b.items.size(); g += 4) {
+    // A group: four consecutive items of four different texts with the same four choices, each choice the
+    // answer of one of them, so a scorer that ignores the contexts is right on exactly one.
+    std::vector<std::string> first = b.items[g].choices, answers, texts;
+    std::sort(first.begin(), first.end());
+    bool whole = true;
+    for (size_t i = g; i < g + 4; ++i) {
+      const BenchmarkItem& item = b.items[i];
+      CATCH_INFO("line " << item.line);
+      CATCH_REQUIRE(item.choices.size() == 4);
+      std::vector<std::string> sorted = item.choices;
+      std::sort(sorted.begin(), sorted.end());
+      whole = whole && sorted == first;
+      answers.push_back(item.choices[item.answer]);
+      // The item's paragraph starts with its context followed by the answer, as the scorer joins them.
+      const std::string truth = item.context + kChoiceDelimiter + item.choices[item.answer];
+      std::string home;
+      for (const auto& [name, text] : heldout)
+        for (const std::string& paragraph : text)
+          if (paragraph.rfind(truth, 0) == 0) home = name;
+      answers_in_text += !home.empty();
+      texts.push_back(home);
+      in_sample += sample.find(item.context) != std::string::npos;
+      for (const std::string& choice : item.choices) in_sample += sample.find(choice) != std::string::npos;
+    }
+    std::sort(answers.begin(), answers.end());
+    std::sort(texts.begin(), texts.end());
+    whole = whole && answers == first && std::unique(texts.begin(), texts.end()) == texts.end();
+    groups_whole += whole;
+  }
+  CATCH_CHECK(groups_whole == static_cast<int64_t>(b.items.size() / 4));
+  CATCH_CHECK(answers_in_text == static_cast<int64_t>(b.items.size()));
+  CATCH_CHECK(in_sample == 0);
 
   // Deterministic: the tool writes the bundled file again, byte for byte.
+  ScratchDir dir("bench_bundled");
   const testing::Result r = testing::run_command(
       root.string(), "python3 tools/make-brown-benchmark --out " + (dir.path / "again.jsonl").string());
   if (r.code == 127) {
