@@ -24,7 +24,7 @@ file(GLOB CAUSAL_FUZZ_CONFIG_SOURCES CONFIGURE_DEPENDS ${src}/config/*.cpp)
 
 # The parser sources, by what the harnesses share; each an object library compiled once.
 set(CAUSAL_FUZZ_PARTS core config io checkpoint data sweep interop)
-set(CAUSAL_FUZZ_core ${src}/core/errors.cpp)
+set(CAUSAL_FUZZ_core ${src}/core/errors.cpp ${src}/core/hex.cpp)
 set(CAUSAL_FUZZ_config ${CAUSAL_FUZZ_CONFIG_SOURCES})
 set(CAUSAL_FUZZ_io ${src}/io/sha256.cpp ${src}/io/atomic_file.cpp ${src}/io/safetensors_header.cpp
   ${src}/io/gguf_file.cpp ${src}/io/gguf_quants.cpp)
