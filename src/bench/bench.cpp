@@ -9,7 +9,7 @@
 #include <chrono>
 #include <vector>
 
-#include "bench/cost_model.h"
+#include "bench/inspect.h"
 #include "bench/matmul_peak.h"
 #include "core/runtime.h"
 #include "model/autocast_scope.h"
