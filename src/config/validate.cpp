@@ -182,19 +182,16 @@ void validate_model(const ModelConfig& m, const Checker& check) {
                "\"rope\" rotates pairs of dims and needs an even head dim, got model.d_model " +
                    str(m.d_model) + " / model.n_heads " + str(m.n_heads) + " = " + str(m.head_dim()));
   }
-  if (m.tie_embeddings) {
-    int64_t matching = 0;
+  // The head reuses the one embedding table as its weight, so that table must be the whole input and
+  // have a row per output id.
+  if (m.tie_embeddings && (m.inputs.size() != 1 || m.inputs[0].vocab != m.output_vocab)) {
     std::string vocabs;
-    for (const InputField& f : m.inputs) {
-      matching += f.vocab == m.output_vocab ? 1 : 0;
-      vocabs += (vocabs.empty() ? "" : ", ") + f.name + " " + str(f.vocab);
-    }
-    if (matching != 1) {
-      check.fail("model.tie_embeddings",
-                 "needs exactly one input field whose vocab equals model.output_vocab " +
-                     str(m.output_vocab) + " (the head reuses it), found " + str(matching) +
-                     " among inputs (" + vocabs + ")");
-    }
+    for (const InputField& f : m.inputs) vocabs += (vocabs.empty() ? "" : ", ") + f.name + " " + str(f.vocab);
+    check.fail("model.tie_embeddings",
+               "true needs exactly one input field, with vocab = model.output_vocab " + str(m.output_vocab) +
+                   " (the head reuses its embedding table), got " +
+                   str(static_cast<int64_t>(m.inputs.size())) + " input field(s): " + vocabs +
+                   "; hint: tie_embeddings false");
   }
 }
 
