@@ -66,7 +66,7 @@ class Checker {
 
 // Divisors of n closest to `near` (one below and one above when they exist), as a hint.
 std::string nearby_divisors(int64_t n, int64_t near) {
-  // A bounded search: for near = 4299999999 an unbounded one spent minutes on a one-line hint.
+  // A bounded search: an unbounded one takes minutes over a one-line hint for near = 4299999999.
   constexpr int64_t kSteps = 4096;
   int64_t below = 0, above = 0;
   for (int64_t d = std::min(near - 1, n), steps = 0; d >= 1 && below == 0 && steps < kSteps; --d, ++steps) {

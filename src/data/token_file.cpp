@@ -375,7 +375,7 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
         },
         dtype_bytes(header_.dtype));
     // Byte counts are what bits per byte divides by: each must be a count, and their sum one too (a u64
-    // above int64's range read back as a negative count; found by tests/fuzz/fuzz_token_file).
+    // above int64's range would read back as a negative count; tests/fuzz/fuzz_token_file.cpp feeds such).
     if (header_.document_bytes_known && header_.version >= 2) {
       uint64_t total = 0;
       constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
