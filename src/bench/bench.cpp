@@ -2,14 +2,14 @@
 // without its bookkeeping, each phase timed separately.
 #include "bench/bench.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <vector>
 
-#include "bench/cost_model.h"
+#include "bench/inspect.h"
 #include "bench/matmul_peak.h"
 #include "core/runtime.h"
 #include "model/autocast_scope.h"
@@ -131,19 +131,17 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
 }
 
 std::string format_bench(const BenchResult& r, const RunConfig& config) {
-  char text[1024];
-  std::snprintf(text, sizeof(text),
-                "bench %s: %lld layers, d_model %lld, batch %lld x grad_accum %lld, %s (%s)\n"
-                "  ms/step        %10.2f   (forward %.2f, backward %.2f, optimizer %.2f)\n"
-                "  tokens/s       %10.0f   (input positions, padding included)\n"
-                "  GFLOP/s        %10.2f   of a measured matmul peak of %.2f: MFU %.3f\n"
-                "  peak RSS       %10.1f MiB\n",
-                config.name.c_str(), static_cast<long long>(config.model.n_layers),
-                static_cast<long long>(config.model.d_model), static_cast<long long>(config.train.batch_size),
-                static_cast<long long>(config.train.grad_accum), r.thread_choice.split.describe().c_str(),
-                r.thread_choice.why.c_str(), r.ms_per_step, r.forward_ms, r.backward_ms, r.optimizer_ms,
-                r.tokens_per_s, r.achieved_gflops, r.matmul_peak_gflops, r.mfu, r.peak_rss_mib);
-  return r.kernels.steps > 0 ? text + r.kernels.format(kKernelsShown) : std::string(text);
+  const std::string text = fmt::format(
+      "bench {}: {} layers, d_model {}, batch {} x grad_accum {}, {} ({})\n"
+      "  ms/step        {:10.2f}   (forward {:.2f}, backward {:.2f}, optimizer {:.2f})\n"
+      "  tokens/s       {:10.0f}   (input positions, padding included)\n"
+      "  GFLOP/s        {:10.2f}   of a measured matmul peak of {:.2f}: MFU {:.3f}\n"
+      "  peak RSS       {:10.1f} MiB\n",
+      config.name, config.model.n_layers, config.model.d_model, config.train.batch_size,
+      config.train.grad_accum, r.thread_choice.split.describe(), r.thread_choice.why, r.ms_per_step,
+      r.forward_ms, r.backward_ms, r.optimizer_ms, r.tokens_per_s, r.achieved_gflops, r.matmul_peak_gflops,
+      r.mfu, r.peak_rss_mib);
+  return r.kernels.steps > 0 ? text + r.kernels.format(kKernelsShown) : text;
 }
 
 }  // namespace causal

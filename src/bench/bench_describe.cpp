@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-#include "bench/cost_model.h"
+#include "bench/inspect.h"
 #include "model/transformer.h"
 #include "task/task.h"
 #include "train/lr_schedule.h"

@@ -1,7 +1,8 @@
 // Speed variants of a config, timed in alternating rounds (see bench_suggest.h).
 #include "bench/bench_suggest.h"
 
-#include <cstdio>
+#include <spdlog/fmt/fmt.h>
+
 #include <exception>
 #include <vector>
 
@@ -108,27 +109,19 @@ nlohmann::json Suggestion::to_json() const {
 
 std::string format_suggestion(const Suggestion& suggestion) {
   std::string text = "tokens/s, median of the rounds (ratio to the config as written):\n";
-  char line[512];
   for (const VariantResult& r : suggestion.results) {
-    if (!r.error.empty()) {
-      std::snprintf(line, sizeof(line), "  %-52s failed: %s\n", r.variant.label().c_str(), r.error.c_str());
-    } else {
-      std::snprintf(line, sizeof(line), "  %-52s %10.0f   %.2fx\n", r.variant.label().c_str(), r.median,
-                    r.median / suggestion.results[0].median);
-    }
-    text += line;
+    text += r.error.empty() ? fmt::format("  {:<52} {:10.0f}   {:.2f}x\n", r.variant.label(), r.median,
+                                          r.median / suggestion.results[0].median)
+                            : fmt::format("  {:<52} failed: {}\n", r.variant.label(), r.error);
   }
   const VariantResult& best = suggestion.results[suggestion.best];
   if (suggestion.best == 0) {
-    std::snprintf(line, sizeof(line), "suggestion: keep the config as written (no variant reached %.2fx)\n",
-                  suggestion.min_gain);
-    text += line;
-    return text;
+    return text + fmt::format("suggestion: keep the config as written (no variant reached {:.2f}x)\n",
+                              suggestion.min_gain);
   }
   text += "suggestion:";
   for (const std::string& o : best.variant.overrides) text += " --set " + o;
-  std::snprintf(line, sizeof(line), "   (%.2fx tokens/s)\n", suggestion.gain);
-  text += line;
+  text += fmt::format("   ({:.2f}x tokens/s)\n", suggestion.gain);
   if (best.variant.changes_precision) {
     text +=
         "  bf16 products round differently from float32: train both for a few hundred steps and compare "

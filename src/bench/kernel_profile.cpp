@@ -1,10 +1,10 @@
 // GPU kernel and CPU operator times from LibTorch's Kineto profiler.
 #include "bench/kernel_profile.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <torch/version.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <set>
@@ -124,34 +124,25 @@ nlohmann::json KernelProfile::to_json(size_t top) const {
 }
 
 std::string KernelProfile::format(size_t top) const {
-  std::string text;
-  char line[512];
   const double outside = wall_ms > 0 ? 100.0 * std::max(0.0, wall_ms - busy_ms) / wall_ms : 0.0;
-  if (cpu) {
-    std::snprintf(line, sizeof(line),
-                  "operators: %lld profiled steps, per step %.2f ms of ATen operators' self time in %.2f ms "
-                  "of wall time (outside any operator %.1f%%)\n",
-                  static_cast<long long>(steps), busy_ms, wall_ms, outside);
-  } else {
-    std::snprintf(line, sizeof(line),
-                  "kernels: %lld profiled steps, per step %.2f ms of kernels and copies in %.2f ms of wall "
-                  "time (the device idle %.1f%%)\n",
-                  static_cast<long long>(steps), busy_ms, wall_ms, outside);
-  }
-  text += line;
+  std::string text =
+      cpu ? fmt::format(
+                "operators: {} profiled steps, per step {:.2f} ms of ATen operators' self time in {:.2f} "
+                "ms of wall time (outside any operator {:.1f}%)\n",
+                steps, busy_ms, wall_ms, outside)
+          : fmt::format(
+                "kernels: {} profiled steps, per step {:.2f} ms of kernels and copies in {:.2f} ms of "
+                "wall time (the device idle {:.1f}%)\n",
+                steps, busy_ms, wall_ms, outside);
   std::vector<std::pair<double, std::string>> kinds;
   for (const auto& [kind, ms] : kind_ms) kinds.emplace_back(ms, kind);
   std::sort(kinds.rbegin(), kinds.rend());
-  for (const auto& [ms, kind] : kinds) {
-    std::snprintf(line, sizeof(line), "  %-14s %9.2f ms  %5.1f%%\n", kind.c_str(), ms,
-                  busy_ms > 0 ? 100.0 * ms / busy_ms : 0.0);
-    text += line;
-  }
+  for (const auto& [ms, kind] : kinds)
+    text +=
+        fmt::format("  {:<14} {:9.2f} ms  {:5.1f}%\n", kind, ms, busy_ms > 0 ? 100.0 * ms / busy_ms : 0.0);
   for (size_t i = 0; i < std::min(top, kernels.size()); ++i) {
     const KernelTime& k = kernels[i];
-    std::snprintf(line, sizeof(line), "  %9.3f ms %6.1f calls  %-12s %.150s\n", k.ms, k.calls, k.kind.c_str(),
-                  k.name.c_str());
-    text += line;
+    text += fmt::format("  {:9.3f} ms {:6.1f} calls  {:<12} {:.150}\n", k.ms, k.calls, k.kind, k.name);
   }
   return text;
 }

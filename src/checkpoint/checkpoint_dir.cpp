@@ -1,8 +1,9 @@
 // Atomic checkpoint directories with manifests.
 #include "checkpoint/checkpoint_dir.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <vector>
 
@@ -48,11 +49,7 @@ bool verifies(const fs::path& dir) {
 
 }  // namespace
 
-std::string checkpoint_name(int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "step_%08lld", static_cast<long long>(step));
-  return name;
-}
+std::string checkpoint_name(int64_t step) { return fmt::format("step_{:08}", step); }
 
 fs::path commit_checkpoint(const fs::path& root, int64_t step,
                            const std::function<void(const fs::path&)>& write_files) {

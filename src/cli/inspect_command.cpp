@@ -4,7 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "bench/cost_model.h"
+#include "bench/inspect.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "config/config_io.h"

@@ -41,6 +41,13 @@ bool mentions(const std::string& text, const std::string& path) {
   return false;
 }
 
+// A config is one JSON object.
+void check_top_level(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) {
+    throw ConfigError(source, "", "expected a JSON object at the top level, got " + json_fields::describe(j));
+  }
+}
+
 }  // namespace
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides, ConfigScope scope,
@@ -68,9 +75,7 @@ RunConfig parse_config_text(const std::string& text, const std::string& source,
     // Syntax errors carry "at line L, column C"; a number overflow ("1e400") carries only the literal.
     throw ConfigError(source, "", json_fields::exception_text(e));
   }
-  if (!j.is_object()) {
-    throw ConfigError(source, "", "expected a JSON object at the top level, got " + json_fields::describe(j));
-  }
+  check_top_level(j, source);
   RunConfig config;
   mark_vocab_auto(j);
   json_fields::read_value(j, config, source, "");
@@ -93,6 +98,16 @@ RunConfig parse_config_text(const std::string& text, const std::string& source,
     if (blamed.empty()) throw;
     throw ConfigError("--set " + blamed, e.path(), problem);
   }
+  return config;
+}
+
+RunConfig read_stored_config(const nlohmann::json& stored, const std::string& source) {
+  check_top_level(stored, source);
+  nlohmann::json j = stored;
+  mark_vocab_auto(j);
+  RunConfig config;
+  json_fields::read_value(j, config, source, "");
+  resolve(config);
   return config;
 }
 

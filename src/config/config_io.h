@@ -25,6 +25,11 @@ RunConfig parse_config_text(const std::string& text, const std::string& source,
                             const std::vector<std::string>& overrides = {},
                             ConfigScope scope = ConfigScope::kRun, const DataVocab& data_vocab = {});
 
+// A stored config (a run folder's config.json) as this build reads it: typed and resolved but not validated,
+// for readers that show a run rather than train it (the report). Throws ConfigError (naming `source` and the
+// path) for a key, type or value this build does not know.
+RunConfig read_stored_config(const nlohmann::json& stored, const std::string& source);
+
 // Applied when a stored run config is read to use its model rather than to train it (eval, generate,
 // export, replay): its benchmarks (train.eval_tasks) are not scored there, so their files need not exist.
 inline constexpr const char* kWithoutEvalTasks = "train.eval_tasks=[]";

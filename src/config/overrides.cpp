@@ -66,7 +66,7 @@ Assignment parse_assignment(const std::string& assignment) {
   const std::string path = trim(assignment.substr(0, eq));
   a.text = assignment.substr(eq + 1);
   // A shell passes any bytes, but a config is JSON: a value that config.json (or an error naming it)
-  // could never be written with is refused here, where the flag is known (found by tests/fuzz).
+  // could never be written with is refused here, where the flag is known (tests/fuzz/fuzz_overrides.cpp).
   try {
     static_cast<void>(json(assignment).dump());
   } catch (const json::type_error&) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/config_io.h"
+#include "config/cost_model.h"
 #include "config/json_fields.h"
 #include "config/vocab_auto.h"
 
@@ -65,7 +66,7 @@ class Checker {
 
 // Divisors of n closest to `near` (one below and one above when they exist), as a hint.
 std::string nearby_divisors(int64_t n, int64_t near) {
-  // A bounded search: for near = 4299999999 an unbounded one spent minutes on a one-line hint.
+  // A bounded search: an unbounded one takes minutes over a one-line hint for near = 4299999999.
   constexpr int64_t kSteps = 4096;
   int64_t below = 0, above = 0;
   for (int64_t d = std::min(near - 1, n), steps = 0; d >= 1 && below == 0 && steps < kSteps; --d, ++steps) {
@@ -181,49 +182,17 @@ void validate_model(const ModelConfig& m, const Checker& check) {
                "\"rope\" rotates pairs of dims and needs an even head dim, got model.d_model " +
                    str(m.d_model) + " / model.n_heads " + str(m.n_heads) + " = " + str(m.head_dim()));
   }
-  if (m.tie_embeddings) {
-    int64_t matching = 0;
+  // The head reuses the one embedding table as its weight, so that table must be the whole input and
+  // have a row per output id.
+  if (m.tie_embeddings && (m.inputs.size() != 1 || m.inputs[0].vocab != m.output_vocab)) {
     std::string vocabs;
-    for (const InputField& f : m.inputs) {
-      matching += f.vocab == m.output_vocab ? 1 : 0;
-      vocabs += (vocabs.empty() ? "" : ", ") + f.name + " " + str(f.vocab);
-    }
-    if (matching != 1) {
-      check.fail("model.tie_embeddings",
-                 "needs exactly one input field whose vocab equals model.output_vocab " +
-                     str(m.output_vocab) + " (the head reuses it), found " + str(matching) +
-                     " among inputs (" + vocabs + ")");
-    }
+    for (const InputField& f : m.inputs) vocabs += (vocabs.empty() ? "" : ", ") + f.name + " " + str(f.vocab);
+    check.fail("model.tie_embeddings",
+               "true needs exactly one input field, with vocab = model.output_vocab " + str(m.output_vocab) +
+                   " (the head reuses its embedding table), got " +
+                   str(static_cast<int64_t>(m.inputs.size())) + " input field(s): " + vocabs +
+                   "; hint: tie_embeddings false");
   }
-}
-
-// 2^62: every cost figure (src/model/cost_model.cpp) is computed in int64 and stays below this bound.
-constexpr double kCostLimit = 4.611686018427387904e18;
-
-// An over-estimate, in doubles, of the largest cost figure of one sequence of max_seq_len positions:
-// 32 x parameters (bytes of parameters + gradients + AdamW state, 20 tokens per parameter) and 8 x the
-// activation elements. Below kCostLimit the int64 figures cannot overflow.
-double cost_bound_per_sequence(const ModelConfig& m) {
-  const double d = static_cast<double>(m.d_model), l = static_cast<double>(m.n_layers);
-  const double f = static_cast<double>(m.ffn_hidden), t = static_cast<double>(m.max_seq_len);
-  const double v = static_cast<double>(m.output_vocab), hq = static_cast<double>(m.n_heads);
-  double vocab = 0;
-  for (const InputField& field : m.inputs) vocab += static_cast<double>(field.vocab);
-  const double parameters = d * (vocab + t + 2 * v + 3) + l * (4 * d * d + 3 * d * f + 3 * f + 11 * d);
-  const double activations = l * (t * (8 * d + 4 * f) + 2 * hq * t * t) + t * (3 * d + 2 * v);
-  const double flops = 12 * l * t * d;
-  return std::max({32 * parameters, 8 * activations, flops});
-}
-
-// Absurd sizes (model.d_model = 2^40) would overflow the cost figures that `inspect` and the run's memory
-// check compute; they are refused here, naming the sizes.
-void validate_model_size(const ModelConfig& m, const Checker& check) {
-  if (cost_bound_per_sequence(m) < kCostLimit) return;
-  check.fail("model.d_model", "model.d_model " + str(m.d_model) + ", model.n_layers " + str(m.n_layers) +
-                                  ", model.ffn_hidden " + str(m.ffn_hidden) + " and model.max_seq_len " +
-                                  str(m.max_seq_len) +
-                                  " describe a model too large to count in 64-bit integers (more than "
-                                  "2^62 bytes or FLOPs); reduce them");
 }
 
 void validate_retrieval(const RunConfig& c, const Checker& check) {
@@ -427,7 +396,8 @@ void validate(const RunConfig& config, const std::string& source, ConfigScope sc
   const Checker check(source);
   validate_top_level(config, check);
   validate_model(config.model, check);
-  validate_model_size(config.model, check);
+  // Sizes too large to count are refused by name before anything computes with them.
+  check_cost_size(config.model, config.model.max_seq_len, 1, source, "");
   if (scope == ConfigScope::kModel) return;
   // Each data.kind declares its own fields (config/data_config.h) and so its own checks.
   using KindChecks = void (*)(const RunConfig&, const Checker&);
@@ -437,11 +407,9 @@ void validate(const RunConfig& config, const std::string& source, ConfigScope sc
   validate_train(config.train, check);
   validate_eval_tasks(config, check);
   validate_dist(config.dist, check);
-  if (cost_bound_per_sequence(config.model) * static_cast<double>(config.train.batch_size) >= kCostLimit) {
-    check.fail("train.batch_size", "train.batch_size " + str(config.train.batch_size) +
-                                       " sequences of this model need more than 2^62 bytes of activations; "
-                                       "reduce it");
-  }
+  // The same bound for a whole micro-batch, once train.batch_size is known to be >= 1.
+  check_cost_size(config.model, config.model.max_seq_len, config.train.batch_size, source,
+                  "train.batch_size");
 }
 
 }  // namespace causal

@@ -3,12 +3,12 @@
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
+#include <spdlog/fmt/fmt.h>
 #include <torch/cuda.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -118,11 +118,8 @@ ThreadChoice choose_thread_split(int64_t configured, int64_t cores, bool sample_
   if (configured > 0) {
     choice.why = "threads " + std::to_string(configured) + " in the config";
   } else {
-    char text[96];
-    std::snprintf(text, sizeof(text),
-                  busy ? "threads 0: %lld cores, %.2f busy elsewhere" : "threads 0: %lld cores",
-                  static_cast<long long>(cores), busy.value_or(0.0));
-    choice.why = text;
+    choice.why = busy ? fmt::format("threads 0: {} cores, {:.2f} busy elsewhere", cores, *busy)
+                      : fmt::format("threads 0: {} cores", cores);
   }
   return choice;
 }

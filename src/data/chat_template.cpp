@@ -1,9 +1,10 @@
 // Chat families recognised by marker substrings and rendered as their reference Jinja templates would render.
 #include "data/chat_template.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <ctime>
 
 #include "core/errors.h"
@@ -175,9 +176,7 @@ std::string today() {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
   localtime_r(&now, &local);
-  char day[3];
-  std::snprintf(day, sizeof(day), "%02d", local.tm_mday);
-  return std::string(day) + " " + kMonths[local.tm_mon] + " " + std::to_string(1900 + local.tm_year);
+  return fmt::format("{:02} {} {}", local.tm_mday, kMonths[local.tm_mon], 1900 + local.tm_year);
 }
 
 // Llama 3.1+ always opens with a system block: knowledge date, today's date, then the conversation's own

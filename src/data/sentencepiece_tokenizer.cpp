@@ -1,7 +1,8 @@
 // SentencePiece models: loading, exact-bytes encoding and decoding, and training.
 #include "data/sentencepiece_tokenizer.h"
 
-#include <cstdio>
+#include <spdlog/fmt/fmt.h>
+
 #include <exception>
 #include <fstream>
 #include <iterator>
@@ -105,9 +106,8 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::string model, const std::str
   }
   for (int b = 0; b < 256; ++b) {
     if (byte_ids_[b] < 0) {
-      char piece[8];
-      std::snprintf(piece, sizeof(piece), "<0x%02X>", b);
-      throw DataError("[tokenizer] " + where + ": the model has no byte piece " + piece +
+      throw DataError("[tokenizer] " + where + ": the model has no byte piece " +
+                      fmt::format("<0x{:02X}>", b) +
                       "; causal needs byte fallback (`causal data tokenizer train` turns it on)");
     }
   }
@@ -221,11 +221,9 @@ class LineIterator {
 
   void report() const {
     if (!options_.progress) return;
-    char line[160];
-    std::snprintf(line, sizeof(line), "[tokenizer train] read %.1f MB, %llu sentences%s",
-                  static_cast<double>(bytes_) / 1e6, static_cast<unsigned long long>(sentences_),
-                  done_ ? "; training..." : "");
-    options_.progress(line);
+    options_.progress(fmt::format("[tokenizer train] read {:.1f} MB, {} sentences{}",
+                                  static_cast<double>(bytes_) / 1e6, sentences_,
+                                  done_ ? "; training..." : ""));
   }
 
   const TokenizerTrainOptions& options_;

@@ -1,12 +1,13 @@
 // Text -> token file encoding and token file inspection.
 #include "data/text_encode.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <exception>
 #include <fstream>
 #include <iterator>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/hex.h"
 #include "data/chat_template.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
@@ -43,9 +45,7 @@ std::string preview(const std::string& text, size_t max_chars) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
+      out += "\\x" + to_hex(&c, 1);
     } else {
       out += static_cast<char>(c);
     }
@@ -53,11 +53,7 @@ std::string preview(const std::string& text, size_t max_chars) {
   return out;
 }
 
-std::string fixed1(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.1f", v);
-  return buf;
-}
+std::string fixed1(double v) { return fmt::format("{:.1f}", v); }
 
 }  // namespace
 
@@ -221,11 +217,7 @@ void encode_chunks(const Tokenizer& tokenizer, std::vector<Chunk>& chunks, int64
   if (error) std::rethrow_exception(error);
 }
 
-std::string megabytes(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f MB", bytes / 1e6);
-  return buf;
-}
+std::string megabytes(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
 
 void check_encode_options(const EncodeOptions& options) {
   if (options.inputs.empty()) throw DataError("[data encode] no input files given (--input)");
@@ -437,14 +429,11 @@ class TextEncoder {
     if (!options_.progress || (!force && now - last_report_ < std::chrono::seconds(2))) return;
     last_report_ = now;
     const double s = std::chrono::duration<double>(now - start_).count();
-    char line[200];
-    std::snprintf(
-        line, sizeof(line), "[data encode] %s of %s (%.0f%%), %.1f MB/s",
-        megabytes(static_cast<double>(done_bytes_)).c_str(),
-        megabytes(static_cast<double>(text_bytes_)).c_str(),
+    options_.progress(fmt::format(
+        "[data encode] {} of {} ({:.0f}%), {:.1f} MB/s", megabytes(static_cast<double>(done_bytes_)),
+        megabytes(static_cast<double>(text_bytes_)),
         100.0 * static_cast<double>(done_bytes_) / static_cast<double>(std::max<int64_t>(text_bytes_, 1)),
-        static_cast<double>(done_bytes_) / 1e6 / std::max(s, 1e-9));
-    options_.progress(line);
+        static_cast<double>(done_bytes_) / 1e6 / std::max(s, 1e-9)));
   }
 
   // Encodes the window's chunks on the threads, then appends them in order to their files.
@@ -547,12 +536,9 @@ class TextEncoder {
       s << "skipped " << result_.bad_lines
         << " bad line(s) (--skip-bad-lines); the first: " << first_bad_line_ << "\n";
     if (masked_) {
-      char share[160];
-      std::snprintf(share, sizeof(share), "supervised %lld of %lld labels (%.1f%%)\n",
-                    static_cast<long long>(result_.supervised_labels), static_cast<long long>(result_.labels),
-                    100.0 * static_cast<double>(result_.supervised_labels) /
-                        static_cast<double>(std::max<int64_t>(result_.labels, 1)));
-      s << share;
+      s << fmt::format("supervised {} of {} labels ({:.1f}%)\n", result_.supervised_labels, result_.labels,
+                       100.0 * static_cast<double>(result_.supervised_labels) /
+                           static_cast<double>(std::max<int64_t>(result_.labels, 1)));
     }
     const std::string width = to_string(smallest_dtype(info.vocab_size));
     s << "wrote " << options_.out << ": " << train_docs_ << " documents, " << train_tokens_ << " tokens ("
@@ -561,15 +547,11 @@ class TextEncoder {
       s << "wrote " << options_.val_out << ": " << val_docs_ << " documents, " << val_tokens_ << " tokens ("
         << width << ")\n";
     }
-    char line[160];
-    std::snprintf(line, sizeof(line),
-                  "encoded %s in %.2f s (%.1f MB/s, %lld threads), %.3f bytes per token\n",
-                  megabytes(static_cast<double>(text_bytes_)).c_str(), result_.seconds,
-                  static_cast<double>(text_bytes_) / 1e6 / std::max(result_.seconds, 1e-9),
-                  static_cast<long long>(threads_),
-                  static_cast<double>(text_bytes_) /
-                      static_cast<double>(std::max<int64_t>(train_tokens_ + val_tokens_ - 2 * count, 1)));
-    s << line;
+    s << fmt::format("encoded {} in {:.2f} s ({:.1f} MB/s, {} threads), {:.3f} bytes per token\n",
+                     megabytes(static_cast<double>(text_bytes_)), result_.seconds,
+                     static_cast<double>(text_bytes_) / 1e6 / std::max(result_.seconds, 1e-9), threads_,
+                     static_cast<double>(text_bytes_) /
+                         static_cast<double>(std::max<int64_t>(train_tokens_ + val_tokens_ - 2 * count, 1)));
     return s.str();
   }
 
@@ -623,13 +605,10 @@ std::string inspect_token_file(const std::string& path) {
   s << "tokenizer   " << h.tokenizer.describe() << "\n";
   s << "tokens      " << h.token_count << " (" << h.token_count - n << " (input, label) pairs)\n";
   if (h.loss_mask) {
-    char line[128];
-    std::snprintf(line, sizeof(line),
-                  "supervised  %lld of %lld labels (%.1f%%) count in the loss (loss mask)\n",
-                  static_cast<long long>(file.supervised_labels()), static_cast<long long>(h.token_count - n),
-                  100.0 * static_cast<double>(file.supervised_labels()) /
-                      static_cast<double>(std::max<int64_t>(h.token_count - n, 1)));
-    s << line;
+    s << fmt::format("supervised  {} of {} labels ({:.1f}%) count in the loss (loss mask)\n",
+                     file.supervised_labels(), h.token_count - n,
+                     100.0 * static_cast<double>(file.supervised_labels()) /
+                         static_cast<double>(std::max<int64_t>(h.token_count - n, 1)));
   }
   s << "documents   " << n << "\n";
   s << "doc tokens  min " << sorted.front() << ", median " << quantile(0.5) << ", mean " << fixed1(mean)
@@ -637,9 +616,8 @@ std::string inspect_token_file(const std::string& path) {
   if (h.document_bytes_known) {
     int64_t bytes = 0;
     for (int64_t d = 0; d < n; ++d) bytes += file.document_bytes(d);
-    char line[96];
-    std::snprintf(
-        line, sizeof(line), " (%.3f bytes per token, BOS and EOS excluded)",
+    const std::string line = fmt::format(
+        " ({:.3f} bytes per token, BOS and EOS excluded)",
         static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(h.token_count - 2 * n, 1)));
     // With a loss mask the counts are the supervised text's: what bits per byte divides by.
     s << "text bytes  " << bytes

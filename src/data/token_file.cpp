@@ -11,8 +11,10 @@
 #include <initializer_list>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "core/errors.h"
+#include "core/hex.h"
 #include "io/atomic_file.h"
 #include "io/sha256.h"
 
@@ -65,16 +67,6 @@ uint64_t mask_begin(const TokenFileHeader& h) {
 }
 uint64_t model_begin(const TokenFileHeader& h) {
   return mask_begin(h) + (h.loss_mask ? align8(static_cast<uint64_t>(h.token_count)) : 0);
-}
-
-std::string hex_of(const unsigned char* p, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    out += digits[p[i] >> 4];
-    out += digits[p[i] & 15];
-  }
-  return out;
 }
 
 std::string dtype_list() { return "2 (u16) or 4 (u32)"; }
@@ -336,7 +328,7 @@ TokenFileHeader read_token_file_header(const std::string& path) {
       ::close(fd);
       throw DataError(token_file_at(path) + "cannot read the tokenizer model's sha256");
     }
-    h.tokenizer.model_sha256 = hex_of(sha, sizeof(sha));
+    h.tokenizer.model_sha256 = to_hex(sha, sizeof(sha));
   }
   ::close(fd);
   return h;
@@ -365,7 +357,7 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     if (header_.model_bytes > 0) {
       const unsigned char* model = base + model_begin(header_);
       model_.assign(reinterpret_cast<const char*>(model), static_cast<size_t>(header_.model_bytes));
-      header_.tokenizer.model_sha256 = hex_of(model + header_.model_bytes, kSha256Bytes);
+      header_.tokenizer.model_sha256 = to_hex(model + header_.model_bytes, kSha256Bytes);
       if (sha256_hex(model_) != header_.tokenizer.model_sha256) {
         throw DataError(token_file_at(path) +
                         "the embedded tokenizer model does not match its sha256 (corrupt)");
@@ -383,7 +375,7 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
         },
         dtype_bytes(header_.dtype));
     // Byte counts are what bits per byte divides by: each must be a count, and their sum one too (a u64
-    // above int64's range read back as a negative count; found by tests/fuzz/fuzz_token_file).
+    // above int64's range would read back as a negative count; tests/fuzz/fuzz_token_file.cpp feeds such).
     if (header_.document_bytes_known && header_.version >= 2) {
       uint64_t total = 0;
       constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
@@ -571,11 +563,9 @@ void TokenFileWriter::finish() {
   }
   if (!model_.empty()) {
     put(model_.data(), model_.size());
-    const std::string hex = header_.tokenizer.model_sha256;  // checked against the model by the constructor
-    unsigned char raw[kSha256Bytes];
-    for (size_t i = 0; i < kSha256Bytes; ++i)
-      raw[i] = static_cast<unsigned char>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
-    put(raw, sizeof(raw));
+    // Checked against the model by the constructor, so it is the 64 digits of a digest.
+    const std::vector<uint8_t> raw = from_hex(header_.tokenizer.model_sha256).value();
+    put(raw.data(), raw.size());
   }
 
   unsigned char header[kTokenFileHeaderBytes] = {};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/hex.h"
 
 namespace causal {
 namespace {
@@ -89,12 +90,9 @@ std::string Sha256::hex_digest() {
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
   update(length, 8);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (uint32_t word : state_) {
-    for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(word >> shift) & 0xF];
-  }
-  return out;
+  uint8_t digest[32];  // the state words, big-endian
+  for (int i = 0; i < 32; ++i) digest[i] = static_cast<uint8_t>(state_[i / 4] >> (24 - 8 * (i % 4)));
+  return to_hex(digest, sizeof(digest));
 }
 
 std::string sha256_hex(const std::string& bytes) {

@@ -1,9 +1,10 @@
 // Checkpoint evaluation: the task scores the model, the probes look inside it, the figures are recorded.
 #include "review/checkpoint_eval.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -39,14 +40,11 @@ std::string eval_file_name(int64_t step, const std::string& split, const std::ve
 
 std::string format_entropy(const nlohmann::json& probe) {
   std::string out = "attention entropy per head (nats; uniform over allowed keys in brackets)\n";
-  char line[96];
   for (size_t l = 0; l < probe["layers"].size(); ++l) {
     out += "  layer " + std::to_string(l) + ":";
-    for (const auto& head : probe["layers"][l]["heads"]) {
-      std::snprintf(line, sizeof(line), " %.3f [%.3f]", head["entropy"].get<double>(),
-                    head["max_entropy"].get<double>());
-      out += line;
-    }
+    for (const auto& head : probe["layers"][l]["heads"])
+      out +=
+          fmt::format(" {:.3f} [{:.3f}]", head["entropy"].get<double>(), head["max_entropy"].get<double>());
     out += "\n";
   }
   return out;
@@ -69,13 +67,10 @@ std::vector<std::string> with_lengths(const EvalRequest& request) {
 std::string format_lengths(const nlohmann::json& by_pairs, const std::vector<int64_t>& lengths,
                            int64_t trained) {
   std::string out = "retrieval accuracy by context length (records; a row is length + 1 positions)\n";
-  char line[96];
   for (int64_t length : lengths) {
     const nlohmann::json& entry = by_pairs.at(std::to_string(length));
-    std::snprintf(line, sizeof(line), "  %6lld  %.4f  (n=%lld)%s\n", static_cast<long long>(length),
-                  entry["accuracy"].get<double>(), static_cast<long long>(entry["count"].get<int64_t>()),
-                  length == trained ? "  trained length" : "");
-    out += line;
+    out += fmt::format("  {:6}  {:.4f}  (n={}){}\n", length, entry["accuracy"].get<double>(),
+                       entry["count"].get<int64_t>(), length == trained ? "  trained length" : "");
   }
   return out;
 }

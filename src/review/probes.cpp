@@ -2,10 +2,10 @@
 #include "review/probes.h"
 
 #include <ATen/ATen.h>
+#include <spdlog/fmt/fmt.h>
 #include <torch/utils.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "task/objective.h"
 
@@ -95,18 +95,14 @@ std::string format_head_ablation(const nlohmann::json& ablation) {
   std::sort(heads.begin(), heads.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     return a["delta_loss"].get<double>() > b["delta_loss"].get<double>();
   });
-  char line[160];
-  std::snprintf(line, sizeof(line), "head ablation (baseline loss %.4f, accuracy %.4f)\n",
-                ablation["baseline"]["loss"].get<double>(), ablation["baseline"]["accuracy"].get<double>());
-  std::string out = line;
+  std::string out =
+      fmt::format("head ablation (baseline loss {:.4f}, accuracy {:.4f})\n",
+                  ablation["baseline"]["loss"].get<double>(), ablation["baseline"]["accuracy"].get<double>());
   out += "  layer head   loss     d_loss    accuracy  d_accuracy\n";
   for (const auto& h : heads) {
-    std::snprintf(line, sizeof(line), "  %5lld %4lld  %8.4f %+9.4f  %8.4f  %+9.4f\n",
-                  static_cast<long long>(h["layer"].get<int64_t>()),
-                  static_cast<long long>(h["head"].get<int64_t>()), h["loss"].get<double>(),
-                  h["delta_loss"].get<double>(), h["accuracy"].get<double>(),
-                  h["delta_accuracy"].get<double>());
-    out += line;
+    out += fmt::format("  {:5} {:4}  {:8.4f} {:+9.4f}  {:8.4f}  {:+9.4f}\n", h["layer"].get<int64_t>(),
+                       h["head"].get<int64_t>(), h["loss"].get<double>(), h["delta_loss"].get<double>(),
+                       h["accuracy"].get<double>(), h["delta_accuracy"].get<double>());
   }
   return out;
 }

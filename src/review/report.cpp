@@ -1,21 +1,21 @@
 // The run report page (see report.h): header, training curves, retrieval controls, attention heatmaps.
 #include "review/report.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <torch/version.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <tuple>
 
+#include "config/config_io.h"
 #include "io/atomic_file.h"
 #include "io/run_files.h"
 #include "review/attention_sample.h"
@@ -35,40 +35,38 @@ using svg::xml_escape;
 
 // ---- JSON helpers ---------------------------------------------------------------------------------
 
-const json* at_path(const json& root, const std::string& dotted) {
-  const json* node = &root;
-  std::stringstream parts(dotted);
-  for (std::string key; std::getline(parts, key, '.');) {
-    if (!node->is_object()) return nullptr;
-    const auto it = node->find(key);
-    if (it == node->end()) return nullptr;
-    node = &*it;
-  }
-  return node;
+// `key` of a JSON object (results.json, a metrics row, state.json); nullptr when it is absent.
+const json* find_key(const json& object, const std::string& key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
 }
+
+// Whole numbers in full (rope theta 10000, not 10k); others compact.
+std::string show(double d) {
+  if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e12)
+    return std::to_string(static_cast<int64_t>(d));
+  return svg::format_number(d);
+}
+std::string show(int64_t v) { return std::to_string(v); }
+std::string show(bool v) { return v ? "true" : "false"; }
 
 std::string show(const json& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) {
-    const double d = v.get<double>();
-    // Whole numbers in full (rope theta 10000, not 10k); others compact.
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e12)
-      return std::to_string(static_cast<int64_t>(d));
-    return svg::format_number(d);
-  }
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return show(v.get<int64_t>());
+  if (v.is_number()) return show(v.get<double>());
+  if (v.is_boolean()) return show(v.get<bool>());
   if (v.is_null()) return "null";
   return v.dump();
 }
 
-std::string show_at(const json& root, const std::string& dotted) {
-  const json* v = at_path(root, dotted);
+std::string show_at(const json& object, const std::string& key) {
+  const json* v = find_key(object, key);
   return v ? show(*v) : "\u2014";
 }
 
-double number_at(const json& root, const std::string& dotted, double fallback = NAN) {
-  const json* v = at_path(root, dotted);
+double number_at(const json& object, const std::string& key, double fallback = NAN) {
+  const json* v = find_key(object, key);
   return v && v->is_number() ? v->get<double>() : fallback;
 }
 
@@ -128,12 +126,11 @@ std::vector<std::pair<double, double>> flagged_points(const std::vector<json>& r
 
 std::string status_line(const RunHistory& h) {
   std::string s;
-  const double steps = number_at(h.config, "train.steps");
   if (h.results.is_object()) {
     s = "finished: results.json written after " + show_at(h.results, "steps") + " steps";
   } else if (!h.train_rows.empty()) {
     s = "unfinished (still running, or interrupted): last logged step " + std::to_string(h.last_step()) +
-        " of " + svg::format_number(steps);
+        " of " + (h.config ? show(h.config->train.steps) : "?");
   } else {
     s = "no training step logged yet";
   }
@@ -144,59 +141,62 @@ std::string status_line(const RunHistory& h) {
   return s;
 }
 
+// The run's name: the config's, else the folder's.
+std::string run_name(const RunHistory& h) { return h.config ? h.config->name : h.dir.filename().string(); }
+
+// The resolved config's model, data and training tables, read from its typed fields.
+std::string config_tables(const RunConfig& c) {
+  const ModelConfig& m = c.model;
+  std::string inputs;
+  for (const InputField& f : m.inputs)
+    inputs += (inputs.empty() ? "" : ", ") + f.name + " (" + show(f.vocab) + ")";
+  std::string position = to_string(m.position);
+  if (m.position == PositionKind::kRope)
+    position += " (theta " + show(m.rope.theta) + ", " + to_string(m.rope.pairing) + ")";
+  std::string out =
+      kv_table("Model", {
+                            {"d_model", show(m.d_model)},
+                            {"n_layers", show(m.n_layers)},
+                            {"n_heads / n_kv_heads", show(m.n_heads) + " / " + show(m.n_kv_heads)},
+                            {"position", position},
+                            {"ffn", to_string(m.ffn) + " (hidden " + show(m.ffn_hidden) + ")"},
+                            {"norm", to_string(m.norm) + (m.qk_norm ? ", qk_norm" : "")},
+                            {"attention kernel", to_string(m.attention)},
+                            {"inputs (vocab)", inputs},
+                            {"output_vocab", show(m.output_vocab)},
+                            {"max_seq_len", show(m.max_seq_len)},
+                            {"tie_embeddings / bias", show(m.tie_embeddings) + " / " + show(m.bias)},
+                            {"dropout", show(m.dropout)},
+                        });
+  // Every field of the config's data.kind (each kind declares its own), as the config writes them.
+  std::vector<std::pair<std::string, std::string>> data;
+  for (const auto& [field, value] : config_to_json(c).at("data").items())
+    data.emplace_back(field, show(value));
+  out += kv_table("Data", data);
+  const TrainConfig& t = c.train;
+  out += kv_table("Training",
+                  {
+                      {"steps", show(t.steps)},
+                      {"batch_size \u00d7 grad_accum", show(t.batch_size) + " \u00d7 " + show(t.grad_accum)},
+                      {"lr (peak)", show(t.optimizer.lr)},
+                      {"schedule", to_string(t.schedule.kind) + ", warmup " + show(t.schedule.warmup_steps)},
+                      {"weight_decay", show(t.optimizer.weight_decay)},
+                      {"grad_clip", show(t.grad_clip)},
+                      {"log / eval / checkpoint every",
+                       show(t.log_every) + " / " + show(t.eval_every) + " / " + show(t.checkpoint_every)},
+                      {"seed / device / threads", show(c.seed) + " / " + c.device + " / " + show(c.threads)},
+                  });
+  return out;
+}
+
 std::string header_section(const RunHistory& h) {
-  const json& c = h.config;
-  std::string out = "<header>\n<h1>" + xml_escape(show_at(c, "name")) + "</h1>\n";
+  std::string out = "<header>\n<h1>" + xml_escape(run_name(h)) + "</h1>\n";
   out += "<p class=\"meta\">run folder <code>" + xml_escape(h.dir.string()) + "</code> \u00b7 " +
-         xml_escape(h.kind()) + " \u00b7 " + xml_escape(status_line(h)) + "</p>\n</header>\n";
+         xml_escape(h.config ? to_string(h.config->data.kind) : "?") + " \u00b7 " +
+         xml_escape(status_line(h)) + "</p>\n</header>\n";
 
   out += "<section id=\"summary\"><h2>Run</h2>\n<div class=\"cols\">\n";
-  std::string inputs;
-  if (const json* in = at_path(c, "model.inputs"); in && in->is_array()) {
-    for (const json& f : *in)
-      inputs += (inputs.empty() ? "" : ", ") + show_at(f, "name") + " (" + show_at(f, "vocab") + ")";
-  }
-  std::string position = show_at(c, "model.position");
-  if (position == "rope")
-    position += " (theta " + show_at(c, "model.rope.theta") + ", " + show_at(c, "model.rope.pairing") + ")";
-  out += kv_table(
-      "Model",
-      {
-          {"d_model", show_at(c, "model.d_model")},
-          {"n_layers", show_at(c, "model.n_layers")},
-          {"n_heads / n_kv_heads", show_at(c, "model.n_heads") + " / " + show_at(c, "model.n_kv_heads")},
-          {"position", position},
-          {"ffn", show_at(c, "model.ffn") + " (hidden " + show_at(c, "model.ffn_hidden") + ")"},
-          {"norm", show_at(c, "model.norm") + (show_at(c, "model.qk_norm") == "true" ? ", qk_norm" : "")},
-          {"attention kernel", show_at(c, "model.attention")},
-          {"inputs (vocab)", inputs},
-          {"output_vocab", show_at(c, "model.output_vocab")},
-          {"max_seq_len", show_at(c, "model.max_seq_len")},
-          {"tie_embeddings / bias", show_at(c, "model.tie_embeddings") + " / " + show_at(c, "model.bias")},
-          {"dropout", show_at(c, "model.dropout")},
-      });
-  // The resolved config holds exactly the fields of its data.kind.
-  std::vector<std::pair<std::string, std::string>> data;
-  if (c.contains("data") && c["data"].is_object()) {
-    for (const auto& [field, value] : c["data"].items()) data.emplace_back(field, show(value));
-  }
-  out += kv_table("Data", data);
-  out +=
-      kv_table("Training", {
-                               {"steps", show_at(c, "train.steps")},
-                               {"batch_size \u00d7 grad_accum",
-                                show_at(c, "train.batch_size") + " \u00d7 " + show_at(c, "train.grad_accum")},
-                               {"lr (peak)", show_at(c, "train.optimizer.lr")},
-                               {"schedule", show_at(c, "train.schedule.kind") + ", warmup " +
-                                                show_at(c, "train.schedule.warmup_steps")},
-                               {"weight_decay", show_at(c, "train.optimizer.weight_decay")},
-                               {"grad_clip", show_at(c, "train.grad_clip")},
-                               {"log / eval / checkpoint every", show_at(c, "train.log_every") + " / " +
-                                                                     show_at(c, "train.eval_every") + " / " +
-                                                                     show_at(c, "train.checkpoint_every")},
-                               {"seed / device / threads", show_at(c, "seed") + " / " + show_at(c, "device") +
-                                                               " / " + show_at(c, "threads")},
-                           });
+  if (h.config) out += config_tables(*h.config);
   if (h.results.is_object()) {
     std::vector<std::pair<std::string, std::string>> rows;
     for (const auto& [k, v] : h.results.items()) {
@@ -205,6 +205,7 @@ std::string header_section(const RunHistory& h) {
     out += kv_table("Final results (results.json)", rows);
   }
   out += "</div>\n";
+  if (!h.config) out += note("config.json does not read as a config of this build: " + h.config_problem);
   if (!h.results.is_object())
     out += note("No results.json yet: the run has not finished (or was interrupted).");
   if (h.skipped_lines > 0) {
@@ -225,7 +226,7 @@ struct ChartRows {
   const RunHistory& h;
   const std::vector<json>& train;
   const std::vector<json>& eval;
-  const TaskTraits* traits;  // nullptr for an unknown data.kind
+  const TaskTraits* traits;  // nullptr when config.json does not read
   std::vector<svg::RefLine> resumed;
   double first_step = NAN, last_step = NAN;
   std::vector<std::pair<double, double>> spikes_loss, spikes_grad;
@@ -235,7 +236,7 @@ struct ChartRows {
       : h(history),
         train(history.train_rows),
         eval(history.eval_rows),
-        traits(task_traits_of(history.config)) {
+        traits(history.config ? &task_traits(history.config->data.kind) : nullptr) {
     for (int64_t step : h.restarts) resumed.push_back({static_cast<double>(step), "resumed", "#8a6d00"});
     for (const auto* rows : {&train, &eval}) {
       for (const json& r : *rows) {
@@ -305,7 +306,7 @@ std::string grad_norm_chart(const ChartRows& rows) {
   svg::LineChart c = rows.chart("Gradient norm", "global L2 norm (log scale)", true);
   const auto before = field_points(rows.train, "grad_norm");
   c.series.push_back(series("before clipping", before, "#9467bd"));
-  const double clip = number_at(rows.h.config, "train.grad_clip", 0.0);
+  const double clip = rows.h.config ? rows.h.config->train.grad_clip : 0.0;
   std::string caption = "Global gradient norm over all parameters. ";
   std::vector<std::pair<double, double>> after;
   std::string after_name = "after clipping";
@@ -465,7 +466,7 @@ std::string charts_section(const RunHistory& h) {
   if (h.train_rows.empty() && h.eval_rows.empty())
     return out + note("metrics.jsonl holds no rows yet.") + "</section>\n";
   const ChartRows rows(h);
-  const std::string schedule = show_at(h.config, "train.schedule.kind");
+  const std::string schedule = h.config ? to_string(h.config->train.schedule.kind) : "?";
   const std::vector<BlockChart> blocks = {
       {"act_rms",
        "Activation RMS per block",
@@ -516,10 +517,8 @@ std::string charts_section(const RunHistory& h) {
 std::string accuracy_cell(const json& v) {
   if (!v.is_number()) return "<td>\u2014</td>";
   const double a = v.get<double>();
-  char width[32];
-  std::snprintf(width, sizeof(width), "%.0f", std::clamp(a, 0.0, 1.0) * 60.0);
-  return "<td class=\"num\">" + svg::format_number(a) + " <span class=\"bar\" style=\"width:" + width +
-         "px\"></span></td>";
+  return fmt::format("<td class=\"num\">{} <span class=\"bar\" style=\"width:{:.0f}px\"></span></td>",
+                     svg::format_number(a), std::clamp(a, 0.0, 1.0) * 60.0);
 }
 
 std::string breakdown_table(const std::string& title, const std::string& key_name, const json& groups,
@@ -600,7 +599,7 @@ std::string controls_section(const RunHistory& h) {
                          figures.value("by_evidence_position", json()), false, "");
   out += breakdown_table("By distractors", "distractors", figures.value("by_distractors", json()), false, "");
   out += breakdown_table("By pairs (context length)", "pairs", figures.value("by_pairs", json()), true,
-                         show_at(h.config, "data.pairs"));
+                         h.config ? show(h.config->data.pairs) : "");
   return out + "</div>\n</section>\n";
 }
 
@@ -660,11 +659,10 @@ std::string attention_section(const RunHistory& h) {
 
 std::string render_report(const std::string& run_dir) {
   const RunHistory h = read_run_history(run_dir);
-  std::string page = page_start("causal report: " + show_at(h.config, "name"));
+  std::string page = page_start("causal report: " + run_name(h));
   page += header_section(h);
   page += charts_section(h);
-  const TaskTraits* traits = task_traits_of(h.config);
-  if (traits != nullptr && traits->has_lab_checks) page += controls_section(h);
+  if (h.config && task_traits(h.config->data.kind).has_lab_checks) page += controls_section(h);
   page += attention_section(h);
   page += page_end(h.dir.string());
   return page;

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "config/config_io.h"
 #include "core/errors.h"
 #include "io/complete_lines.h"
 #include "io/run_files.h"
@@ -44,13 +45,6 @@ double number_or_nan(const nlohmann::json& value) {
 
 }  // namespace
 
-std::string RunHistory::kind() const {
-  const auto data = config.find("data");
-  if (data == config.end() || !data->is_object()) return "?";
-  const auto k = data->find("kind");
-  return k != data->end() && k->is_string() ? k->get<std::string>() : "?";
-}
-
 int64_t RunHistory::last_step() const { return train_rows.empty() ? 0 : step_of(train_rows.back()); }
 
 RunHistory read_run_history(const fs::path& run_dir) {
@@ -64,9 +58,14 @@ RunHistory read_run_history(const fs::path& run_dir) {
   if (!read_text(config_file, text)) {
     throw RunFolderError("[report] " + config_file.string() + ": missing (not a run folder?)");
   }
-  h.config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (h.config.is_discarded() || !h.config.is_object()) {
+  const nlohmann::json config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) {
     throw RunFolderError("[report] " + config_file.string() + ": not a JSON object");
+  }
+  try {
+    h.config = read_stored_config(config, config_file.string());
+  } catch (const ConfigError& e) {
+    h.config_problem = e.what();
   }
   h.results = read_optional_json(run_dir / run_files::kResults);
   if (!h.results.is_object()) h.results = nullptr;

@@ -5,15 +5,19 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "config/config.h"
 
 namespace causal {
 
 struct RunHistory {
   std::filesystem::path dir;
-  nlohmann::json config;                   // config.json as written (not re-validated)
+  std::optional<RunConfig> config;         // config.json read as this build's config (not re-validated)
+  std::string config_problem;              // why config.json does not read so ("" when it does)
   nlohmann::json results;                  // results.json; null while the run is unfinished
   std::vector<nlohmann::json> train_rows;  // "kind":"train" rows, ascending step, one per step
   std::vector<nlohmann::json> eval_rows;   // "kind":"eval" rows, likewise
@@ -23,12 +27,12 @@ struct RunHistory {
   std::string latest;                      // checkpoints/LATEST, "" when absent
   nlohmann::json latest_state;             // that checkpoint's state.json (initial_loss, ...), or null
 
-  std::string kind() const;   // data.kind of the config ("retrieval" | "text" | "?")
   int64_t last_step() const;  // step of the last train row, 0 when there is none
 };
 
-// Reads `run_dir`. Throws RunFolderError when the folder or its config.json is missing or unreadable;
-// everything else is optional and missing pieces simply stay empty.
+// Reads `run_dir`. Throws RunFolderError when the folder or its config.json is missing or not JSON;
+// everything else is optional and missing pieces simply stay empty (a config.json this build cannot read,
+// say from another version, leaves `config` empty and says why in `config_problem`).
 RunHistory read_run_history(const std::filesystem::path& run_dir);
 
 // (step, value) of every row carrying `field` as a number; a null value (non-finite when logged) gives

@@ -1,11 +1,14 @@
 // SVG line charts and heatmaps for the run report (see svg_chart.h).
 #include "review/svg_chart.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <sstream>
+
+#include "core/hex.h"
 
 namespace causal::svg {
 namespace {
@@ -16,9 +19,7 @@ constexpr double kCharWidth = 6.4;  // px per character of 11px sans text, for l
 
 // Pixel coordinates with two decimals: enough for sharp lines, short files.
 std::string px(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", v);
-  std::string s(buf);
+  std::string s = fmt::format("{:.2f}", v);
   while (!s.empty() && s.back() == '0') s.pop_back();
   if (!s.empty() && s.back() == '.') s.pop_back();
   return s == "-0" ? "0" : s;
@@ -29,10 +30,9 @@ struct Rgb {
 };
 
 std::string hex(const Rgb& c) {
-  char buf[8];
-  auto byte = [](double v) { return static_cast<int>(std::lround(std::clamp(v, 0.0, 255.0))); };
-  std::snprintf(buf, sizeof(buf), "#%02x%02x%02x", byte(c.r), byte(c.g), byte(c.b));
-  return buf;
+  auto byte = [](double v) { return static_cast<uint8_t>(std::lround(std::clamp(v, 0.0, 255.0))); };
+  const uint8_t rgb[] = {byte(c.r), byte(c.g), byte(c.b)};
+  return "#" + to_hex(rgb, sizeof(rgb));
 }
 
 // Piecewise-linear colour ramp through `stops` (evenly spaced), t in [0, 1].
@@ -108,15 +108,12 @@ std::string format_number(double value) {
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   if (value == 0.0) return "0";
   const double a = std::fabs(value);
-  char buf[48];
   if (a >= 1e4 && a < 1e9) {  // 22904 -> 22.9k, 1.5e6 -> 1.5M
     const bool mega = a >= 1e6;
-    std::snprintf(buf, sizeof(buf), "%.3g%s", value / (mega ? 1e6 : 1e3), mega ? "M" : "k");
-    return buf;
+    return fmt::format("{:.3g}{}", value / (mega ? 1e6 : 1e3), mega ? "M" : "k");
   }
   if (a < 1e-3 || a >= 1e9) {  // 1.2e-05 -> 1.2e-5
-    std::snprintf(buf, sizeof(buf), "%.2e", value);
-    std::string s(buf);
+    const std::string s = fmt::format("{:.2e}", value);
     const size_t e = s.find('e');
     std::string mantissa = s.substr(0, e), exponent = s.substr(e + 1);
     while (mantissa.find('.') != std::string::npos && (mantissa.back() == '0' || mantissa.back() == '.')) {
@@ -129,8 +126,7 @@ std::string format_number(double value) {
     exponent = digits == std::string::npos ? "0" : exponent.substr(digits);
     return mantissa + "e" + (negative ? "-" : "") + exponent;
   }
-  std::snprintf(buf, sizeof(buf), "%.4g", value);
-  return buf;
+  return fmt::format("{:.4g}", value);
 }
 
 std::string palette_color(size_t index) {

@@ -2,6 +2,7 @@
 #include "run/run_folder.h"
 
 #include <fcntl.h>
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <sys/statvfs.h>
@@ -57,11 +58,11 @@ void RunFolder::check_writable(const fs::path& dir, int64_t bytes) {
   const double free_bytes = static_cast<double>(fs_stats.f_bavail) * static_cast<double>(fs_stats.f_frsize);
   if (free_bytes < static_cast<double>(bytes)) {
     constexpr double kMiB = 1024.0 * 1024.0;
-    char text[160];
-    std::snprintf(text, sizeof(text), "%.2f MiB free, the run needs about %.2f MiB", free_bytes / kMiB,
-                  static_cast<double>(bytes) / kMiB);
-    throw RunFolderError("run folder " + dir.string() + ": its file system (" + existing.string() + ") has " +
-                         text + " for checkpoints and logs; free space or choose another --run-dir");
+    throw RunFolderError(
+        fmt::format("run folder {}: its file system ({}) has {:.2f} MiB free, the run needs about {:.2f} MiB "
+                    "for checkpoints "
+                    "and logs; free space or choose another --run-dir",
+                    dir.string(), existing.string(), free_bytes / kMiB, static_cast<double>(bytes) / kMiB));
   }
 }
 

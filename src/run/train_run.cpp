@@ -8,7 +8,7 @@
 #include <memory>
 #include <optional>
 
-#include "bench/cost_model.h"
+#include "bench/inspect.h"
 #include "bench/matmul_peak.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpointer.h"

@@ -2,12 +2,12 @@
 #include "sweep/sweep.h"
 
 #include <fcntl.h>
+#include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -173,8 +173,7 @@ void record_point_end(PointResult& p, const SweepChild& child, int sweep_signal,
   p.exit_code = child.process.exit_code();
   const std::string how =
       child.process.killed() ? child.process.describe() : "exit " + std::to_string(p.exit_code);
-  char took[32];
-  std::snprintf(took, sizeof(took), "%.1fs", p.seconds);
+  const std::string took = fmt::format("{:.1f}s", p.seconds);
   if (p.exit_code == 0) {
     if (std::optional<json> results = read_json_if_valid(fs::path(p.run_dir) / run_files::kResults)) {
       p.state = PointState::kFinished;

@@ -2,12 +2,12 @@
 #include "task/benchmark_eval.h"
 
 #include <ATen/ATen.h>
+#include <spdlog/fmt/fmt.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <numeric>
 
 #include "core/errors.h"
@@ -110,13 +110,8 @@ void score_rows(Transformer& model, const std::vector<Pair>& pairs, const std::v
 }
 
 std::string interval(double value, double stderr) {
-  char text[48];
-  if (std::isfinite(stderr)) {
-    std::snprintf(text, sizeof(text), "%.4f \u00b1 %.4f", value, kZ95 * stderr);
-  } else {
-    std::snprintf(text, sizeof(text), "%.4f", value);
-  }
-  return text;
+  if (!std::isfinite(stderr)) return fmt::format("{:.4f}", value);
+  return fmt::format("{:.4f} \u00b1 {:.4f}", value, kZ95 * stderr);
 }
 
 double number(const nlohmann::json& row, const std::string& key) {
@@ -252,14 +247,11 @@ std::string format_benchmark_lines(const nlohmann::json& results) {
   const std::vector<std::string> names = benchmark_names(results);
   if (names.empty()) return "";
   std::string out = "benchmarks (acc, acc_norm: 95% intervals, 1.96 stderr)\n";
-  char line[320];
   for (const std::string& name : names) {
     const auto get = [&](const char* figure) { return number(results, benchmark_key(name, figure)); };
-    std::snprintf(line, sizeof(line), "  %-24s n=%-6.0f acc %-17s acc_norm %-17s chance %.4f  %.1f items/s\n",
-                  name.c_str(), get("items"), interval(get("acc"), get("acc_stderr")).c_str(),
-                  interval(get("acc_norm"), get("acc_norm_stderr")).c_str(), get("chance"),
-                  get("items_per_s"));
-    out += line;
+    out += fmt::format("  {:<24} n={:<6.0f} acc {:<17} acc_norm {:<17} chance {:.4f}  {:.1f} items/s\n", name,
+                       get("items"), interval(get("acc"), get("acc_stderr")),
+                       interval(get("acc_norm"), get("acc_norm_stderr")), get("chance"), get("items_per_s"));
   }
   return out;
 }

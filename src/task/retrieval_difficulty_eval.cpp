@@ -2,8 +2,8 @@
 #include "task/retrieval_difficulty_eval.h"
 
 #include <ATen/ATen.h>
+#include <spdlog/fmt/fmt.h>
 
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -54,28 +54,22 @@ std::string format_difficulty_table(const nlohmann::json& figures) {
   std::string out =
       "difficulty grid: accuracy by context length (records), distractors (rows) and evidence "
       "index (columns)\n";
-  char cell[32];
   for (const auto& [length, rows] : grid) {
     out += "  length " + std::to_string(length) + (length == trained ? " (trained)" : "") +
            (length > trained ? " (longer than trained)" : "") + "\n    distractors \\ evidence";
     std::set<int64_t> columns;
     for (const auto& row : rows)
       for (const auto& entry : row.second) columns.insert(entry.first);
-    for (int64_t e : columns) {
-      std::snprintf(cell, sizeof(cell), " %6lld", static_cast<long long>(e));
-      out += cell;
-    }
+    for (int64_t e : columns) out += fmt::format(" {:6}", e);
     out += "\n";
     for (const auto& [d, by_e] : rows) {
-      std::snprintf(cell, sizeof(cell), "    %-22lld", static_cast<long long>(d));
-      out += cell;
+      out += fmt::format("    {:<22}", d);
       for (int64_t e : columns) {
         const auto it = by_e.find(e);
         if (it == by_e.end()) {
           out += "      -";
         } else {
-          std::snprintf(cell, sizeof(cell), " %6.3f", it->second);
-          out += cell;
+          out += fmt::format(" {:6.3f}", it->second);
         }
       }
       out += "\n";

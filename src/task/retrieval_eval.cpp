@@ -2,9 +2,9 @@
 #include "task/retrieval_eval.h"
 
 #include <ATen/ATen.h>
+#include <spdlog/fmt/fmt.h>
 #include <torch/autograd.h>
 
-#include <cstdio>
 #include <map>
 
 #include "task/lab_checks.h"
@@ -176,12 +176,9 @@ double retrieval_fixed_batch_loss(Transformer& model, const RetrievalData& data,
 
 std::string format_retrieval_table(const nlohmann::json& results) {
   std::string out;
-  char line[160];
   auto row = [&](const char* label, const char* key, const std::string& check) {
     if (!results.contains(key)) return;
-    std::snprintf(line, sizeof(line), "  %-26s %12.6g   %s\n", label, results[key].get<double>(),
-                  check.c_str());
-    out += line;
+    out += fmt::format("  {:<26} {:12.6g}   {}\n", label, results[key].get<double>(), check);
   };
   out += "retrieval results\n";
   row("initial loss", "initial_loss", "");
@@ -198,9 +195,7 @@ std::string format_retrieval_table(const nlohmann::json& results) {
     if (!results.contains(key) || results[key].empty()) return;
     out += std::string("  accuracy by ") + title + ":";
     for (const auto& [k, v] : results[key].items()) {
-      std::snprintf(line, sizeof(line), "  %s: %.3f (n=%lld)", k.c_str(), v["accuracy"].get<double>(),
-                    static_cast<long long>(v["count"].get<int64_t>()));
-      out += line;
+      out += fmt::format("  {}: {:.3f} (n={})", k, v["accuracy"].get<double>(), v["count"].get<int64_t>());
     }
     out += "\n";
   };

@@ -39,17 +39,6 @@ const Registration& registration(DataKind kind) {
 
 const TaskTraits& task_traits(DataKind kind) { return registration(kind).traits; }
 
-const TaskTraits* task_traits_of(const nlohmann::json& config) {
-  const auto data = config.find("data");
-  if (data == config.end() || !data->is_object()) return nullptr;
-  const auto kind = data->find("kind");
-  if (kind == data->end() || !kind->is_string()) return nullptr;
-  for (const Registration& r : registry()) {
-    if (to_string(r.traits.kind) == kind->get<std::string>()) return &r.traits;
-  }
-  return nullptr;
-}
-
 uint64_t batch_seed(int64_t run_seed) {
   return static_cast<uint64_t>(run_seed) * 0x9E3779B97F4A7C15ull + 0x5EEDull;
 }

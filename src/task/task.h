@@ -1,6 +1,6 @@
 // One workload's side of a run: where training batches come from, which positions carry loss, how a
 // model is scored, and how its tokens and results read to a person. Retrieval and text implement it;
-// every place that used to ask "retrieval or text?" asks the task instead. Adding a workload is one file
+// code that differs by workload asks the task rather than data.kind, so adding a workload is one file
 // (a Task subclass and its factory) plus its line in the registry (task.cpp).
 #pragma once
 

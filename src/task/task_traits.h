@@ -3,8 +3,6 @@
 // tests data.kind itself.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "config/enums.h"
 
 namespace causal {
@@ -20,9 +18,5 @@ struct TaskTraits {
 
 // Throws ConfigError for a kind without a registered task.
 const TaskTraits& task_traits(DataKind kind);
-
-// The traits of a config in its JSON form (a run folder's config.json); nullptr when data.kind is missing
-// or names no registered task.
-const TaskTraits* task_traits_of(const nlohmann::json& config);
 
 }  // namespace causal

@@ -2,10 +2,10 @@
 #include "task/text_eval.h"
 
 #include <ATen/ATen.h>
+#include <spdlog/fmt/fmt.h>
 #include <torch/autograd.h>
 
 #include <cmath>
-#include <cstdio>
 
 #include "data/tokenizer.h"
 #include "task/objective.h"
@@ -66,12 +66,10 @@ double text_fixed_batch_loss(Transformer& model, const TokenFile& file, const Te
 
 std::string format_text_table(const nlohmann::json& results) {
   std::string out = "text results\n";
-  char line[160];
   for (const char* key : {"initial_loss", "val_loss", "val_perplexity", "val_bits_per_byte",
                           "final_train_loss", "tokens_per_s", "train_seconds"}) {
     if (!results.contains(key)) continue;
-    std::snprintf(line, sizeof(line), "  %-22s %12.6g\n", key, results[key].get<double>());
-    out += line;
+    out += fmt::format("  {:<22} {:12.6g}\n", key, results[key].get<double>());
   }
   return out;
 }

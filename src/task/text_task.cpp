@@ -1,8 +1,8 @@
 // The text language-modeling workload: token files cut into packed or padded rows, loss at every label
 // position (padding never in the denominator), scored by loss, perplexity and bits per byte on data.val.
 #include <ATen/ATen.h>
+#include <spdlog/fmt/fmt.h>
 
-#include <cstdio>
 #include <filesystem>
 
 #include "core/errors.h"
@@ -39,9 +39,7 @@ std::string byte_token_label(int64_t id, const TokenizerInfo& info) {
   if (id == '\n') return "\u21b5";
   if (id == '\t') return "\u21e5";
   if (id >= 33 && id < 127) return std::string(1, static_cast<char>(id));
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "x%02llX", static_cast<unsigned long long>(id));
-  return buf;
+  return fmt::format("x{:02X}", static_cast<uint64_t>(id));
 }
 
 // A subword (or imported) id as a short label: specials by name, the piece's text with spaces, newlines and

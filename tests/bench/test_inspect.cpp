@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/cost_model.h"
+#include "bench/inspect.h"
 #include "config/config_io.h"
 
 using Catch::Matchers::Contains;
@@ -347,4 +347,46 @@ CATCH_TEST_CASE("inspect: the table and the JSON carry the same exact figures", 
   CATCH_CHECK_THAT(table, Contains("463,363"));
   CATCH_CHECK_THAT(table, Contains("KV cache"));
   CATCH_CHECK_THAT(table, Contains("AdamW"));
+}
+
+// One formula for activation memory (config/cost_model.h): `inspect` reports the bytes the doc's formula
+// gives (written out here, docs/background.md#memory-split), and validation bounds a run's batch with that
+// same figure, so a batch just inside the bound passes both and one just past it is refused by both.
+CATCH_TEST_CASE("inspect: validation bounds the batch with the activation bytes inspect reports",
+                "[unit][inspect]") {
+  const causal::RunConfig run =
+      causal::load_config(std::string(CAUSAL_SOURCE_DIR) + "/configs/retrieval.json");
+  const ModelConfig& m = run.model;
+  const int64_t t = m.max_seq_len, l = m.n_layers, d = m.d_model, dk = m.head_dim(), h = m.ffn_hidden;
+  const int64_t c = m.ffn == causal::FfnKind::kSwiglu ? 4 : 2;
+  const int64_t b = 64, bt = b * t;
+  const int64_t by_hand =
+      4 * (l * (bt * (6 * d + 2 * m.n_kv_heads * dk + c * h) + 2 * b * m.n_heads * t * t) +
+           bt * (3 * d + 2 * m.output_vocab));
+  CATCH_CHECK(causal::inspect_model(m, t, b).memory.activations == by_hand);
+  CATCH_CHECK(causal::activation_bytes(m, b, t, 4) == static_cast<double>(by_hand));
+
+  // Batches either side of 2^62 bytes of activations (the largest figure at these sizes).
+  const double per_sequence = causal::activation_bytes(m, 1, t, 4);
+  const auto inside = static_cast<int64_t>(causal::kLargestCostFigure / per_sequence) - 1;
+  const int64_t past = inside + 2;
+  CATCH_REQUIRE(causal::activation_bytes(m, inside, t, 4) < causal::kLargestCostFigure);
+  CATCH_REQUIRE(causal::activation_bytes(m, past, t, 4) >= causal::kLargestCostFigure);
+  auto validate_batch = [&](int64_t batch) {
+    causal::RunConfig copy = run;
+    copy.train.batch_size = batch;
+    causal::validate(copy, "cfg.json");
+  };
+  CATCH_CHECK_NOTHROW(validate_batch(inside));
+  CATCH_CHECK(causal::inspect_model(m, t, inside).memory.activations ==
+              static_cast<int64_t>(causal::activation_bytes(m, inside, t, 4)));
+  try {
+    validate_batch(past);
+    CATCH_FAIL("expected a ConfigError");
+  } catch (const causal::ConfigError& e) {
+    CATCH_CHECK(e.path() == "train.batch_size");
+    CATCH_CHECK_THAT(std::string(e.what()), Contains(std::to_string(past) + " sequences"));
+  }
+  CATCH_CHECK_THROWS_WITH(causal::inspect_model(m, t, past),
+                          Contains("--batch") && Contains(std::to_string(past) + " sequences"));
 }

@@ -127,6 +127,23 @@ CATCH_TEST_CASE("bad input: out-of-range train and model values", "[unit][cli]")
   }
 }
 
+// A model rule validation can check is a config error (exit 2) before anything is built, never the model's
+// own assert (exit 1, "[transformer]"): retrieval has two input fields, and a tied head needs exactly one.
+CATCH_TEST_CASE("bad input: tied embeddings with the two input fields of retrieval", "[unit][cli]") {
+  const fs::path dir = scratch("bad_tied");
+  const Result r =
+      check_refused("train --config configs/retrieval.json --set model.tie_embeddings=true --run-dir " +
+                        (dir / "run").string(),
+                    2,
+                    {"--set model.tie_embeddings",
+                     "model.tie_embeddings: true needs exactly one input "
+                     "field",
+                     "model.output_vocab 8", "got 2 input field(s): key 8, value 9"});
+  CATCH_CHECK_THAT(r.err, !Catch::Matchers::Contains("[transformer]"));
+  CATCH_CHECK(!fs::exists(dir / "run"));
+  fs::remove_all(dir);
+}
+
 CATCH_TEST_CASE("bad input: text data.seq_len above model.max_seq_len", "[unit][cli]") {
   check_refused("train --config configs/text-small.json --set data.seq_len=129", 2,
                 {"--set data.seq_len", "model.max_seq_len 128"});

@@ -329,6 +329,13 @@ CATCH_TEST_CASE(
   }
   CATCH_CHECK(html.find("Retrieval controls") == std::string::npos);
   CATCH_CHECK(count_of(html, "class=\"chart\"") >= 8);
+  // The tables read the config's typed fields, resolved: n_kv_heads, absent from the file, is n_heads.
+  for (const char* cells :
+       {"<th>n_heads / n_kv_heads</th><td>4 / 4</td>", "<th>ffn</th><td>swiglu (hidden 88)</td>",
+        "<th>steps</th><td>100</td>", "<th>grad_clip</th><td>1</td>"}) {
+    CATCH_INFO(cells);
+    CATCH_CHECK(html.find(cells) != std::string::npos);
+  }
 
   // A retrieval folder with results: the controls table judges each figure against the lab's thresholds.
   const fs::path r = fresh_dir("handmade_retrieval");
@@ -356,6 +363,26 @@ CATCH_TEST_CASE(
   CATCH_CHECK(two < ten);
   fs::remove_all(dir);
   fs::remove_all(r);
+}
+
+// A config.json this build cannot read (another version's key) still gets its page: curves, no config
+// tables, and a note naming the key.
+CATCH_TEST_CASE("report of a run whose config.json this build does not read", "[unit][report]") {
+  const fs::path dir = fresh_dir("foreign_config");
+  write_file(dir / "config.json", R"({"name": "old", "model": {"d_model": 32, "n_heads": 4, "old_knob": 1},
+    "data": {"kind": "text"}})");
+  write_file(dir / "metrics.jsonl", R"({"kind":"train","step":1,"loss":2.0,"lr":0.001})"
+                                    "\n");
+  const RunHistory h = read_run_history(dir);
+  CATCH_CHECK(!h.config.has_value());
+  CATCH_CHECK_THAT(h.config_problem, Catch::Matchers::Contains("model.old_knob"));
+  const std::string html = render_report(dir.string());
+  check_self_contained(html);
+  CATCH_CHECK(html.find("does not read as a config of this build") != std::string::npos);
+  CATCH_CHECK(html.find("model.old_knob") != std::string::npos);
+  CATCH_CHECK(html.find("<h3>Model</h3>") == std::string::npos);
+  CATCH_CHECK(html.find("Training curves") != std::string::npos);
+  fs::remove_all(dir);
 }
 
 CATCH_TEST_CASE("report of a missing run folder or config.json is a RunFolderError naming it",

@@ -105,15 +105,13 @@ CATCH_TEST_CASE("lab checks: strict bounds, one relative to the initial loss, no
   CATCH_CHECK(find_lab_check("val_loss") == nullptr);
 }
 
-CATCH_TEST_CASE("task traits: found from a config's JSON, none for an unknown kind", "[unit][task]") {
-  const TaskTraits* retrieval = task_traits_of(nlohmann::json{{"data", {{"kind", "retrieval"}}}});
-  CATCH_REQUIRE(retrieval != nullptr);
-  CATCH_CHECK(retrieval->has_lab_checks);
-  CATCH_CHECK(std::string(retrieval->held_out_split) == "test");
-  const TaskTraits* text = task_traits_of(nlohmann::json{{"data", {{"kind", "text"}}}});
-  CATCH_REQUIRE(text != nullptr);
-  CATCH_CHECK(text->generates_text);
-  CATCH_CHECK(text->validation_split == nullptr);
-  CATCH_CHECK(task_traits_of(nlohmann::json{{"data", {{"kind", "audio"}}}}) == nullptr);
-  CATCH_CHECK(task_traits_of(nlohmann::json::object()) == nullptr);
+CATCH_TEST_CASE("task traits: one registered per data.kind", "[unit][task]") {
+  const TaskTraits& retrieval = task_traits(causal::DataKind::kRetrieval);
+  CATCH_CHECK(retrieval.kind == causal::DataKind::kRetrieval);
+  CATCH_CHECK(retrieval.has_lab_checks);
+  CATCH_CHECK(std::string(retrieval.held_out_split) == "test");
+  const TaskTraits& text = task_traits(causal::DataKind::kText);
+  CATCH_CHECK(text.kind == causal::DataKind::kText);
+  CATCH_CHECK(text.generates_text);
+  CATCH_CHECK(text.validation_split == nullptr);
 }

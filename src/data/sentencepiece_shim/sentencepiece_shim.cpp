@@ -29,7 +29,7 @@ class Backend : public SentencePieceBackend {
  public:
   std::string load(const std::string& model) override {
     // SentencePiece reports most bad models by status, but its trie builder (darts-clone) throws, e.g. on
-    // an empty piece (found by tests/fuzz/fuzz_sentencepiece): nothing may cross back as an exception.
+    // an empty piece (tests/fuzz/fuzz_sentencepiece.cpp feeds one): nothing may cross back as an exception.
     try {
       const auto status = processor_.LoadFromSerializedProto(model);
       return status.ok() ? "" : status.ToString();

@@ -1,9 +1,9 @@
-// `causal inspect` figures from a ModelConfig by the formulas of docs/background.md#cost-formulas; the model
-// is never built (any size is instant).
+// What a model costs, by arithmetic on a resolved ModelConfig (docs/background.md#cost-formulas): parameters,
+// FLOPs per token and bytes. The one home of these formulas: validate() bounds sizes with them, and
+// `causal inspect`, `causal bench` and the run's memory check report them. The model is never built.
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "config/model_config.h"
@@ -48,59 +48,52 @@ struct MemoryPlan {
   int64_t parameters = 0;         // total parameters * bytes_per_element
   int64_t gradients = 0;          // one gradient per parameter, same dtype
   int64_t optimizer = 0;          // AdamW: two fp32 moments per parameter (8 bytes)
-  int64_t kv_cache = 0;           // 2 * B * L * T * Hkv * dk * bytes_per_element
-  // Tensors a training micro-batch of B x T keeps for backward with the reference kernel, per block
-  // B*T*(6D + 2*Hkv*dk + c*F) + 2*B*Hq*T^2 (c = 2 gelu, 4 swiglu), plus B*T*(3D + 2V) for embeddings, final
-  // norm, logits and their softmax.
-  int64_t activations = 0;
-  int64_t training = 0;   // parameters + gradients + optimizer
-  int64_t inference = 0;  // parameters + kv_cache
+  int64_t kv_cache = 0;           // kv_cache_bytes(B, L, T, Hkv, dk, bytes_per_element)
+  int64_t activations = 0;        // activation_bytes(model, B, T, bytes_per_element)
+  int64_t training = 0;           // parameters + gradients + optimizer
+  int64_t inference = 0;          // parameters + kv_cache
 };
 
 // Rough compute-optimal sizing (Chinchilla, docs/background.md#compute-optimal-sizing): D ~ 20 N tokens, C ~
 // 6 N D FLOPs.
 struct ScalingEstimate {
   int64_t compute_optimal_tokens = 0;  // 20 * total parameters
-  double compute_optimal_flops = 0;    // 6 * N * D at that D (a double: it overflows int64 from ~0.7B params)
+  double compute_optimal_flops = 0;    // 6 * N * D at that D (a double: it passes int64 from ~0.7B params)
 };
 
-struct InspectReport {
-  ModelConfig model;  // resolved (n_kv_heads, ffn_hidden filled in)
+// Every figure for a micro-batch of `batch` sequences of `flops.context` positions.
+struct ModelCost {
   int64_t batch = 1;
-  std::string dtype = "fp32";
   ParameterCounts parameters;
   FlopsPerToken flops;
   MemoryPlan memory;
   ScalingEstimate scaling;
 };
 
-// 4 for "fp32", 2 for "bf16" and "fp16"; anything else throws ConfigError (source "--dtype").
-int64_t bytes_per_element(const std::string& dtype);
+// Each figure is computed in double, so no size overflows; it is stored in int64, exact while below 2^53
+// (every model that fits a machine). check_cost_size refuses sizes whose figures reach kLargestCostFigure,
+// which int64 holds with room for the sums the callers make (training_bytes).
+inline constexpr double kLargestCostFigure = 4611686018427387904.0;  // 2^62
 
 // 2 * batch * layers * context * kv_heads * head_dim * bytes: K and V for every cached position.
-int64_t kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv_heads, int64_t head_dim,
-                       int64_t bytes_per_element);
+double kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv_heads, int64_t head_dim,
+                      int64_t bytes_per_element);
 
-// Resolves and validates a copy of `model` (ConfigError if invalid), then counts its parameters.
-ParameterCounts parameter_counts(const ModelConfig& model);
+// The activation memory a training micro-batch of B x T keeps for backward with the reference kernel, the
+// only formula for it: per block B*T*(6D + 2*Hkv*dk + c*F) + 2*B*Hq*T^2 (c = 2 gelu and relu, 4 swiglu),
+// plus B*T*(3D + 2V) for embeddings, final norm, logits and their softmax; times bytes_per_element.
+double activation_bytes(const ModelConfig& resolved, int64_t batch, int64_t context,
+                        int64_t bytes_per_element);
 
-// The full report for context T (0 = model.max_seq_len; must not exceed it), batch B and dtype.
-// Throws ConfigError for an invalid model, context, batch or dtype.
-InspectReport inspect_model(const ModelConfig& model, int64_t context = 0, int64_t batch = 1,
-                            const std::string& dtype = "fp32");
+// Every figure of `resolved` (n_kv_heads and ffn_hidden filled in, sizes passed by check_cost_size) for
+// `batch` sequences of `context` positions, with parameters, gradients and the KV cache in
+// `bytes_per_element`.
+ModelCost model_cost(const ModelConfig& resolved, int64_t context, int64_t batch, int64_t bytes_per_element);
 
-// Bytes a training step holds by the plan: parameters + gradients + AdamW state + activations.
-int64_t training_bytes(const MemoryPlan& memory);
-
-// Throws ConfigError (one line naming model.d_model, model.n_layers, train.batch_size and the estimate in
-// GiB) when training_bytes(report.memory) exceeds `memory_bytes`, which `where` describes ("this
-// machine"). memory_bytes <= 0 (unknown) passes. Called before the model is built, so nothing is allocated.
-void check_training_memory(const InspectReport& report, int64_t memory_bytes, const std::string& where);
-
-// Human table: exact integers, with MiB/GiB (bytes) and K/M/G (counts) beside them.
-std::string format_inspect(const InspectReport& report);
-
-// Every figure of the report as one JSON object (for `inspect --json`).
-nlohmann::json inspect_to_json(const InspectReport& report);
+// The one size check of the cost figures: throws ConfigError from `source` when a figure of
+// model_cost(resolved, context, batch, 4) would reach kLargestCostFigure. It names the model's sizes (at
+// model.d_model) when one sequence already does, else `batch_path` and the batch.
+void check_cost_size(const ModelConfig& resolved, int64_t context, int64_t batch, const std::string& source,
+                     const std::string& batch_path);
 
 }  // namespace causal

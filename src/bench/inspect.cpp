@@ -1,8 +1,8 @@
-// Parameter counts, FLOPs, KV-cache bytes and memory plan by arithmetic on a resolved ModelConfig.
-#include "bench/cost_model.h"
+// `causal inspect`'s report over the cost model (see inspect.h).
+#include "bench/inspect.h"
 
-#include <algorithm>
-#include <cstdio>
+#include <spdlog/fmt/fmt.h>
+
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -20,15 +20,6 @@ ModelConfig resolved(const ModelConfig& model) {
   return run.model;
 }
 
-// attn_norm, ffn_norm and final_norm: LayerNorm has a bias only when config.bias; RMSNorm never does.
-int64_t norm_parameters(const ModelConfig& m) {
-  const bool has_bias = m.norm == NormKind::kLayerNorm && m.bias;
-  return m.d_model * (has_bias ? 2 : 1);
-}
-
-// Weights of a Linear(in -> out); its bias is counted separately.
-int64_t linear(int64_t in, int64_t out) { return in * out; }
-
 std::string with_commas(int64_t value) {
   std::string digits = std::to_string(value < 0 ? -value : value);
   std::string out;
@@ -39,11 +30,7 @@ std::string with_commas(int64_t value) {
   return (value < 0 ? "-" : "") + out;
 }
 
-std::string fixed2(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.2f", value);
-  return buffer;
-}
+std::string fixed2(double value) { return fmt::format("{:.2f}", value); }
 
 // MiB below one GiB, GiB from there on (binary units, as in docs/background.md#kv-cache-bytes).
 std::string human_bytes(int64_t bytes) {
@@ -83,42 +70,8 @@ int64_t bytes_per_element(const std::string& dtype) {
   throw ConfigError("--dtype", "", "expected one of fp32|bf16|fp16, got \"" + dtype + "\"");
 }
 
-int64_t kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv_heads, int64_t head_dim,
-                       int64_t bytes_per_element) {
-  return 2 * batch * layers * context * kv_heads * head_dim * bytes_per_element;
-}
-
 ParameterCounts parameter_counts(const ModelConfig& model) {
-  const ModelConfig m = resolved(model);
-  const int64_t d = m.d_model, dk = m.head_dim(), hq = m.n_heads, hkv = m.n_kv_heads, h = m.ffn_hidden;
-  const int64_t bias = m.bias ? 1 : 0;
-  ParameterCounts p;
-  for (const InputField& field : m.inputs) p.embeddings += linear(field.vocab, d);
-  p.positions = m.position == PositionKind::kLearned ? linear(m.max_seq_len, d) : 0;
-
-  // q (D -> Hq*dk), k and v (D -> Hkv*dk), o (Hq*dk -> D).
-  const int64_t attention_weights = linear(d, hq * dk) + 2 * linear(d, hkv * dk) + linear(hq * dk, d);
-  const int64_t qkv_bias = m.bias || m.qkv_bias ? 1 : 0;
-  const int64_t attention_biases = qkv_bias * (hq * dk + 2 * hkv * dk) + bias * d;
-  const int64_t qk_norms = m.qk_norm ? 2 * dk : 0;  // RMSNorm weights over dk, shared by all heads
-  p.attention_per_block = attention_weights + attention_biases + qk_norms;
-  p.norms_per_block = 2 * norm_parameters(m);
-
-  // gelu, gelu_tanh, relu: fc_in (D -> h), fc_out (h -> D); swiglu: gate_proj and up_proj (D -> h),
-  // down_proj (h -> D).
-  const bool swiglu = m.ffn == FfnKind::kSwiglu;
-  const int64_t ffn_weights = (swiglu ? 2 : 1) * linear(d, h) + linear(h, d);
-  const int64_t ffn_biases = bias * ((swiglu ? 2 : 1) * h + d);
-  p.ffn_per_block = ffn_weights + ffn_biases;
-
-  p.per_block = p.attention_per_block + p.norms_per_block + p.ffn_per_block;
-  p.blocks = m.n_layers * p.per_block;
-  p.final_norm = norm_parameters(m);
-  p.head = m.tie_embeddings ? 0 : linear(d, m.output_vocab) + bias * m.output_vocab;
-  p.total = p.embeddings + p.positions + p.blocks + p.final_norm + p.head;
-  // A tied head still multiplies every token by the (V, D) embedding matrix.
-  p.matmul = m.n_layers * (attention_weights + ffn_weights) + linear(d, m.output_vocab);
-  return p;
+  return model_cost(resolved(model), 1, 1, 4).parameters;
 }
 
 InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t batch,
@@ -133,57 +86,9 @@ InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t b
                           "] (0 = max_seq_len), got " + std::to_string(context));
   }
   if (batch < 1) throw ConfigError("--batch", "", "must be >= 1, got " + std::to_string(batch));
-  {
-    // validate() bounds one sequence's figures below 2^62; `batch` of them must stay below it too.
-    const int64_t per_sequence = std::max<int64_t>(
-        1, std::max((m.n_layers * (t * (8 * m.d_model + 4 * m.ffn_hidden) + 2 * m.n_heads * t * t) +
-                     t * (3 * m.d_model + 2 * m.output_vocab)) *
-                        8,
-                    2 * m.n_layers * t * m.n_kv_heads * m.head_dim() * 8));
-    if (batch > (int64_t{1} << 62) / per_sequence) {
-      throw ConfigError("--batch", "",
-                        std::to_string(batch) +
-                            " sequences of this model need more than 2^62 bytes of activations; reduce it");
-    }
-  }
-  r.batch = batch;
+  check_cost_size(m, t, batch, "--batch", "");
   r.dtype = dtype;
-  const int64_t b = bytes_per_element(dtype);
-  r.parameters = parameter_counts(m);
-  const ParameterCounts& p = r.parameters;
-
-  const int64_t d = m.d_model, dk = m.head_dim(), h = m.ffn_hidden;
-  FlopsPerToken& f = r.flops;
-  f.context = t;
-  f.attention_projections = 2 * (2 * d * m.n_heads * dk + 2 * d * m.n_kv_heads * dk);
-  // Scores QK^T and the weighted sum PV: 2 FLOPs x T keys x D (= Hq*dk) each, per token.
-  f.attention_scores = 4 * t * d;
-  // Position i (0-based) sees i+1 keys; the mean over T positions is (T+1)/2 keys.
-  f.attention_scores_causal = 2 * (t + 1) * d;
-  f.ffn = 2 * (m.ffn == FfnKind::kSwiglu ? 3 : 2) * d * h;
-  f.head = 2 * d * m.output_vocab;
-  f.forward = 2 * p.matmul + m.n_layers * f.attention_scores;
-  f.forward_causal = 2 * p.matmul + m.n_layers * f.attention_scores_causal;
-  f.training = 3 * f.forward;
-  f.training_causal = 3 * f.forward_causal;
-
-  MemoryPlan& mem = r.memory;
-  mem.bytes_per_element = b;
-  mem.parameters = p.total * b;
-  mem.gradients = p.total * b;
-  mem.optimizer = p.total * 2 * 4;
-  mem.kv_cache = kv_cache_bytes(batch, m.n_layers, t, m.n_kv_heads, dk, b);
-  mem.training = mem.parameters + mem.gradients + mem.optimizer;
-  {
-    const int64_t bt = batch * t, c = m.ffn == FfnKind::kSwiglu ? 4 : 2;
-    const int64_t per_block =
-        bt * (6 * m.d_model + 2 * m.n_kv_heads * dk + c * m.ffn_hidden) + 2 * batch * m.n_heads * t * t;
-    mem.activations = (m.n_layers * per_block + bt * (3 * m.d_model + 2 * m.output_vocab)) * b;
-  }
-  mem.inference = mem.parameters + mem.kv_cache;
-
-  r.scaling.compute_optimal_tokens = 20 * p.total;
-  r.scaling.compute_optimal_flops = 6.0 * static_cast<double>(p.total) * static_cast<double>(20 * p.total);
+  static_cast<ModelCost&>(r) = model_cost(m, t, batch, bytes_per_element(dtype));
   return r;
 }
 

@@ -1,0 +1,144 @@
+// Parameter counts, FLOPs, KV-cache and activation bytes by arithmetic on a resolved ModelConfig, in double.
+#include "config/cost_model.h"
+
+#include <algorithm>
+
+#include "core/errors.h"
+
+namespace causal {
+namespace {
+
+// model_cost's figures and the largest of them, which check_cost_size compares: one computation for both.
+struct CostFigures {
+  ModelCost cost;
+  double largest = 0;
+};
+
+CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, int64_t bytes_per_element) {
+  CostFigures out;
+  // Every figure passes through here: the largest is kept, and a figure past kLargestCostFigure (refused by
+  // check_cost_size) is clamped rather than converted out of int64's range.
+  auto put = [&](int64_t& field, double value) {
+    out.largest = std::max(out.largest, value);
+    field = static_cast<int64_t>(std::min(value, kLargestCostFigure));
+  };
+  const double d = static_cast<double>(m.d_model), dk = static_cast<double>(m.head_dim());
+  const double hq = static_cast<double>(m.n_heads), hkv = static_cast<double>(m.n_kv_heads);
+  const double h = static_cast<double>(m.ffn_hidden), layers = static_cast<double>(m.n_layers);
+  const double v = static_cast<double>(m.output_vocab), t = static_cast<double>(context);
+  const double bias = m.bias ? 1 : 0;
+  const bool swiglu = m.ffn == FfnKind::kSwiglu;
+
+  // Parameters. q (D -> Hq*dk), k and v (D -> Hkv*dk), o (Hq*dk -> D); a Linear(in -> out) has in * out
+  // weights and its bias is counted apart.
+  double embeddings = 0;
+  for (const InputField& field : m.inputs) embeddings += static_cast<double>(field.vocab) * d;
+  const double positions = m.position == PositionKind::kLearned ? static_cast<double>(m.max_seq_len) * d : 0;
+  const double attention_weights = d * hq * dk + 2 * d * hkv * dk + hq * dk * d;
+  const double qkv_bias = m.bias || m.qkv_bias ? 1 : 0;
+  const double qk_norms = m.qk_norm ? 2 * dk : 0;  // RMSNorm weights over dk, shared by all heads
+  const double attention = attention_weights + qkv_bias * (hq * dk + 2 * hkv * dk) + bias * d + qk_norms;
+  // attn_norm, ffn_norm and final_norm: LayerNorm has a bias only with model.bias; RMSNorm never does.
+  const double norm = d * (m.norm == NormKind::kLayerNorm && m.bias ? 2 : 1);
+  // gelu, gelu_tanh, relu: fc_in (D -> h), fc_out (h -> D); swiglu: gate_proj and up_proj (D -> h),
+  // down_proj (h -> D).
+  const double ffn_weights = (swiglu ? 2 : 1) * d * h + h * d;
+  const double ffn = ffn_weights + bias * ((swiglu ? 2 : 1) * h + d);
+  const double per_block = attention + 2 * norm + ffn;
+  const double head = m.tie_embeddings ? 0 : d * v + bias * v;
+  const double total = embeddings + positions + layers * per_block + norm + head;
+  // A tied head still multiplies every token by the (V, D) embedding matrix.
+  const double matmul = layers * (attention_weights + ffn_weights) + d * v;
+  ParameterCounts& p = out.cost.parameters;
+  put(p.embeddings, embeddings);
+  put(p.positions, positions);
+  put(p.attention_per_block, attention);
+  put(p.norms_per_block, 2 * norm);
+  put(p.ffn_per_block, ffn);
+  put(p.per_block, per_block);
+  put(p.blocks, layers * per_block);
+  put(p.final_norm, norm);
+  put(p.head, head);
+  put(p.total, total);
+  put(p.matmul, matmul);
+
+  // FLOPs per token. Scores QK^T and the weighted sum PV: 2 FLOPs x T keys x D (= Hq*dk) each; position i
+  // (0-based) of a causal pass sees i+1 keys, (T+1)/2 on average.
+  FlopsPerToken& f = out.cost.flops;
+  f.context = context;
+  const double scores = 4 * t * d, scores_causal = 2 * (t + 1) * d;
+  const double forward = 2 * matmul + layers * scores, forward_causal = 2 * matmul + layers * scores_causal;
+  put(f.attention_projections, 2 * (2 * d * hq * dk + 2 * d * hkv * dk));
+  put(f.attention_scores, scores);
+  put(f.attention_scores_causal, scores_causal);
+  put(f.ffn, 2 * (swiglu ? 3 : 2) * d * h);
+  put(f.head, 2 * d * v);
+  put(f.forward, forward);
+  put(f.forward_causal, forward_causal);
+  put(f.training, 3 * forward);
+  put(f.training_causal, 3 * forward_causal);
+
+  // Bytes.
+  MemoryPlan& mem = out.cost.memory;
+  const double e = static_cast<double>(bytes_per_element);
+  const double kv_cache =
+      kv_cache_bytes(batch, m.n_layers, context, m.n_kv_heads, m.head_dim(), bytes_per_element);
+  mem.bytes_per_element = bytes_per_element;
+  put(mem.parameters, total * e);
+  put(mem.gradients, total * e);
+  put(mem.optimizer, total * 2 * 4);
+  put(mem.kv_cache, kv_cache);
+  put(mem.activations, activation_bytes(m, batch, context, bytes_per_element));
+  put(mem.training, total * (2 * e + 8));
+  put(mem.inference, total * e + kv_cache);
+
+  out.cost.batch = batch;
+  put(out.cost.scaling.compute_optimal_tokens, 20 * total);
+  out.cost.scaling.compute_optimal_flops = 6 * total * (20 * total);
+  return out;
+}
+
+}  // namespace
+
+double kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv_heads, int64_t head_dim,
+                      int64_t bytes_per_element) {
+  return 2 * static_cast<double>(batch) * static_cast<double>(layers) * static_cast<double>(context) *
+         static_cast<double>(kv_heads) * static_cast<double>(head_dim) *
+         static_cast<double>(bytes_per_element);
+}
+
+double activation_bytes(const ModelConfig& m, int64_t batch, int64_t context, int64_t bytes_per_element) {
+  const double b = static_cast<double>(batch), t = static_cast<double>(context), bt = b * t;
+  const double d = static_cast<double>(m.d_model), dk = static_cast<double>(m.head_dim());
+  const double c = m.ffn == FfnKind::kSwiglu ? 4 : 2;
+  const double per_block =
+      bt * (6 * d + 2 * static_cast<double>(m.n_kv_heads) * dk + c * static_cast<double>(m.ffn_hidden)) +
+      2 * b * static_cast<double>(m.n_heads) * t * t;
+  const double outside_blocks = bt * (3 * d + 2 * static_cast<double>(m.output_vocab));
+  return (static_cast<double>(m.n_layers) * per_block + outside_blocks) *
+         static_cast<double>(bytes_per_element);
+}
+
+ModelCost model_cost(const ModelConfig& resolved, int64_t context, int64_t batch, int64_t bytes_per_element) {
+  return cost_figures(resolved, context, batch, bytes_per_element).cost;
+}
+
+void check_cost_size(const ModelConfig& m, int64_t context, int64_t batch, const std::string& source,
+                     const std::string& batch_path) {
+  // 4 bytes per element: the widest dtype gives the largest figures.
+  if (cost_figures(m, context, 1, 4).largest >= kLargestCostFigure) {
+    throw ConfigError(source, "model.d_model",
+                      "model.d_model " + std::to_string(m.d_model) + ", model.n_layers " +
+                          std::to_string(m.n_layers) + ", model.ffn_hidden " + std::to_string(m.ffn_hidden) +
+                          " and model.max_seq_len " + std::to_string(m.max_seq_len) +
+                          " describe a model too large to count in 64-bit integers (more than 2^62 bytes or "
+                          "FLOPs); reduce them");
+  }
+  if (batch > 1 && cost_figures(m, context, batch, 4).largest >= kLargestCostFigure) {
+    throw ConfigError(source, batch_path,
+                      std::to_string(batch) + " sequences of " + std::to_string(context) +
+                          " positions of this model need more than 2^62 bytes of activations; reduce it");
+  }
+}
+
+}  // namespace causal
