@@ -13,6 +13,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "support/bundled_benchmark.h"
 #include "support/cli.h"
 
 using namespace causal::testing;
@@ -97,12 +98,7 @@ CATCH_TEST_CASE("interop: lm-eval-harness and transformers score benchmarks as c
   // The bundled benchmark's first 25 groups (100 items; all 1,500 would keep SmolLM2 busy for most of an
   // hour), under the bundled file's name.
   const fs::path bundled = root / "brown-next-sentence.jsonl";
-  {
-    std::ifstream in(fs::path(CAUSAL_SOURCE_DIR) / "data/benchmarks/brown-next-sentence.jsonl");
-    std::ofstream out(bundled);
-    std::string line;
-    for (int i = 0; i < 100 && std::getline(in, line); ++i) out << line << "\n";
-  }
+  write_bundled_groups(bundled);
   // The same items in HellaSwag's layout, with the artifacts lm-eval's hellaswag preprocess removes.
   const fs::path hellaswag = root / "brown-hellaswag.jsonl";
   CATCH_REQUIRE(benchmark_python("hellaswag --tasks " + bundled.string() + " --out " + hellaswag.string(),

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "support/bundled_benchmark.h"
 #include "support/cli.h"
 #include "support/metrics_rows.h"
 
@@ -17,16 +18,7 @@ using namespace causal::testing;
 namespace {
 
 const std::string kBundled = "data/benchmarks/brown-next-sentence.jsonl";
-constexpr int64_t kGroupItems = 100;  // the bundled file's first 25 groups of four items
 const std::string kKey = "bench/brown-groups/";
-
-// The first `items` lines of the bundled benchmark (whole groups when a multiple of 4) as `out`.
-void write_leading_items(const fs::path& out, int64_t items) {
-  std::ifstream in(fs::path(CAUSAL_SOURCE_DIR) / kBundled);
-  std::ofstream file(out);
-  std::string line;
-  for (int64_t i = 0; i < items && std::getline(in, line); ++i) file << line << "\n";
-}
 
 // eval --tasks FILE on `run`: the benchmark's entry of the JSON it wrote.
 nlohmann::json eval_tasks(const fs::path& run, const std::string& file, const std::string& name) {
@@ -50,7 +42,7 @@ CATCH_TEST_CASE("benchmark: train.eval_tasks and eval --tasks score the bundled 
   fs::create_directories(dir);
   const fs::path run = dir / "run";
   const fs::path groups = dir / "brown-groups.jsonl";
-  write_leading_items(groups, kGroupItems);
+  write_bundled_groups(groups);
   // One thread: ctest runs tests side by side, and two processes with a thread per core each crawl.
   Result r = run_causal(
       "train --config configs/text-small.json --set threads=1 --set train.steps=160 --set "
@@ -68,7 +60,7 @@ CATCH_TEST_CASE("benchmark: train.eval_tasks and eval --tasks score the bundled 
     CATCH_INFO("eval row at step " << row["step"]);
     for (const char* figure : {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "chance", "items_per_s"})
       CATCH_CHECK(row.contains(kKey + figure));
-    CATCH_CHECK(row[kKey + "items"] == kGroupItems);
+    CATCH_CHECK(row[kKey + "items"] == kBundledGroupItems);
   }
   const nlohmann::json results = nlohmann::json::parse(slurp(run / "results.json"));
   for (const char* figure : {"acc", "acc_norm", "acc_stderr", "acc_norm_stderr"})
@@ -79,11 +71,11 @@ CATCH_TEST_CASE("benchmark: train.eval_tasks and eval --tasks score the bundled 
   const nlohmann::json again = eval_tasks(run, groups.string(), "brown-groups");
   CATCH_CHECK(again["acc"] == results[kKey + "acc"]);
   CATCH_CHECK(again["acc_norm"] == results[kKey + "acc_norm"]);
-  CATCH_CHECK(again["per_item"].size() == kGroupItems);
+  CATCH_CHECK(again["per_item"].size() == kBundledGroupItems);
   CATCH_CHECK(again["truncated_choices"].get<int64_t>() > 0);  // max_seq_len 128 cuts the long contexts
   const double acc = again["acc"].get<double>(), acc_norm = again["acc_norm"].get<double>();
   const double stderr_norm = again["acc_norm_stderr"].get<double>();
-  CATCH_CHECK(stderr_norm == Approx(std::sqrt(acc_norm * (1 - acc_norm) / (kGroupItems - 1.0))));
+  CATCH_CHECK(stderr_norm == Approx(std::sqrt(acc_norm * (1 - acc_norm) / (kBundledGroupItems - 1.0))));
   CATCH_CHECK(again["acc_norm_ci95"][0].get<double>() == Approx(acc_norm - 1.96 * stderr_norm));
   CATCH_WARN("first 25 groups after 160 steps: acc " << acc << ", acc_norm " << acc_norm << " +- "
                                                      << 1.96 * stderr_norm << ", " << again["items_per_s"]

@@ -14,6 +14,7 @@
 #include "config/config_io.h"
 #include "data/text_batches.h"
 #include "data/token_file.h"
+#include "support/bundled_benchmark.h"
 #include "support/cli.h"
 #include "task/task.h"
 
@@ -42,16 +43,17 @@ double eval_loss(const fs::path& run, const std::string& val) {
   return loss;
 }
 
-// The bundled benchmark's line of `eval --tasks` for the run's newest checkpoint.
+// The line of `eval --tasks` for the bundled benchmark's first groups, on the run's newest checkpoint.
 std::string benchmark_line(const fs::path& run) {
-  const Result r =
-      run_causal("eval --run " + run.string() + " --tasks data/benchmarks/brown-next-sentence.jsonl");
+  const fs::path groups = run.parent_path() / "brown-groups.jsonl";
+  write_bundled_groups(groups);
+  const Result r = run_causal("eval --run " + run.string() + " --tasks " + groups.string());
   CATCH_INFO(r.err);
   CATCH_REQUIRE(r.code == 0);
-  const size_t at = r.out.find("brown-next-sentence ");
+  const size_t at = r.out.find("brown-groups ");
   CATCH_REQUIRE(at != std::string::npos);
   const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
-  CATCH_CHECK(line.find("n=101") != std::string::npos);
+  CATCH_CHECK(line.find("n=" + std::to_string(kBundledGroupItems)) != std::string::npos);
   return line;
 }
 
