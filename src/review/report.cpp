@@ -169,9 +169,10 @@ std::string config_tables(const RunConfig& c) {
                             {"dropout", show(m.dropout)},
                         });
   // Every field of the config's data.kind (each kind declares its own), as the config writes them.
+  // Named: a range-for over a member of a temporary would read it after it is destroyed.
+  const json written = config_to_json(c);
   std::vector<std::pair<std::string, std::string>> data;
-  for (const auto& [field, value] : config_to_json(c).at("data").items())
-    data.emplace_back(field, show(value));
+  for (const auto& [field, value] : written.at("data").items()) data.emplace_back(field, show(value));
   out += kv_table("Data", data);
   const TrainConfig& t = c.train;
   out += kv_table("Training",
