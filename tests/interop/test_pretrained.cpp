@@ -36,41 +36,34 @@ constexpr int64_t kLongSequence = 1000;          // ids after BOS
 const std::vector<std::string> kHeldOut = {
     "The committee met again on Tuesday, and the chairman said the report would be ready by spring.",
     "She walked along the river until the lights of the town were behind her, then turned back.",
-    "Most of the water on Earth is in the oceans; only a small part of it is fresh water that people can "
-    "drink.",
+    "Most of the water on Earth is in the oceans; only a small part of it is fresh water that people "
+    "can drink.",
     "The recipe calls for two cups of flour, one egg, a pinch of salt and enough milk to make a smooth "
     "batter.",
-    "When the old bridge was closed for repairs, the bus to the market took the long road through the hills, "
-    "and the trip that used to take twenty minutes took almost an hour.",
-    "He had never learned to swim, so he stayed on the sand with the bags and watched the children race each "
-    "other into the waves.",
+    "When the old bridge was closed for repairs, the bus to the market took the long road through the "
+    "hills, and the trip that used to take twenty minutes took almost an hour.",
+    "He had never learned to swim, so he stayed on the sand with the bags and watched the children race "
+    "each other into the waves.",
     "A good map shows not only where the roads go but also which of them are steep, which are paved and "
-    "where "
-    "a traveller can find water.",
-    "The library opens at nine on weekdays and at ten on Saturdays; it is closed on Sundays and on public "
-    "holidays.",
-    "After three dry summers the farmers planted a crop that needs less water, and the harvest was smaller "
-    "but "
-    "it did not fail.",
-    "My grandmother kept every letter she ever received in a wooden box under her bed, tied in bundles by "
-    "year.",
+    "where a traveller can find water.",
+    "The library opens at nine on weekdays and at ten on Saturdays; it is closed on Sundays and on "
+    "public holidays.",
+    "After three dry summers the farmers planted a crop that needs less water, and the harvest was "
+    "smaller but it did not fail.",
+    "My grandmother kept every letter she ever received in a wooden box under her bed, tied in bundles "
+    "by year.",
     "The train was late because a tree had fallen across the line during the night, and the passengers "
-    "waited "
-    "on the platform with their coffee.",
+    "waited on the platform with their coffee.",
     "To change a flat tyre, loosen the nuts a little before you lift the car, then raise it, remove the "
-    "wheel "
-    "and fit the spare.",
+    "wheel and fit the spare.",
     "The museum's new hall holds the bones of a whale that washed up on the northern coast more than a "
-    "hundred "
-    "years ago.",
-    "Nobody in the village could remember a winter so cold that the lake froze all the way across, until "
-    "this "
-    "one.",
-    "The teacher asked each student to bring one question about the stars, and by the end of the lesson the "
-    "board was full of them.",
-    "If the soup is too salty, add a sliced potato and let it simmer for ten minutes; the potato takes up "
-    "some "
-    "of the salt."};
+    "hundred years ago.",
+    "Nobody in the village could remember a winter so cold that the lake froze all the way across, "
+    "until this one.",
+    "The teacher asked each student to bring one question about the stars, and by the end of the lesson "
+    "the board was full of them.",
+    "If the soup is too salty, add a sliced potato and let it simmer for ten minutes; the potato takes "
+    "up some of the salt."};
 
 struct ChatPrompt {
   std::string system, user;
