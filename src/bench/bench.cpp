@@ -84,7 +84,7 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
     for (int64_t i = 0; i < config.train.grad_accum; ++i)
       micro_batches.push_back(task->training_batches().next().to(device));
     PhaseTimes phases{device};
-    t.tokens = accumulate_gradients(model, micro_batches, /*collect_diagnostics=*/false, "", nullptr, &phases)
+    t.tokens = accumulate_gradients(model, micro_batches, /*collect_diagnostics=*/false, nullptr, &phases)
                    .input_tokens;
     t.forward = phases.forward_ms;
     t.backward = phases.backward_ms;

@@ -128,13 +128,17 @@ TrainingState TrainingState::from_json(const nlohmann::json& json, const std::st
   return s;
 }
 
-nlohmann::json capture_global_rng(const c10::Device& device) {
-  nlohmann::json rng = {{"cpu", generator_state_hex(at::detail::getDefaultCPUGenerator())}};
-  if (!device.is_cpu()) {
-    rng["device"] = {{"type", device.str()},
-                     {"state", generator_state_hex(at::globalContext().defaultGenerator(device))}};
+nlohmann::json rng_json(const GeneratorSnapshot& snapshot) {
+  nlohmann::json rng = {{"cpu", generator_state_hex(snapshot.cpu())}};
+  if (snapshot.device()) {
+    rng["device"] = {{"type", snapshot.device_kind().str()},
+                     {"state", generator_state_hex(*snapshot.device())}};
   }
   return rng;
+}
+
+nlohmann::json capture_global_rng(const c10::Device& device) {
+  return rng_json(GeneratorSnapshot::capture(device));
 }
 
 void restore_global_rng(const nlohmann::json& rng, const c10::Device& device) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rng_state.h"
 #include "core/runtime.h"
 
 namespace causal {
@@ -55,6 +56,8 @@ ThreadSplit thread_split_from_json(const nlohmann::json& json, const std::string
 // States of the default generators behind dropout and init: the CPU one, and the device's when it is
 // not the CPU. Restore them last, after everything that might draw from them.
 nlohmann::json capture_global_rng(const c10::Device& device);
+// A snapshot in that form (what a forensics bundle stores of the step's start).
+nlohmann::json rng_json(const GeneratorSnapshot& snapshot);
 void restore_global_rng(const nlohmann::json& rng, const c10::Device& device);
 
 // Writes root/step_<state.step> atomically and returns it; `extra_files` (name -> bytes, e.g. the

@@ -12,7 +12,7 @@ enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionKind { kNone, kLearned, kRope };
 enum class RopePairing { kInterleaved, kHalves };
 enum class RopeScaling { kNone, kLinear, kNtk, kYarn };
-enum class AttentionKind { kReference, kSdpa, kFlash };
+enum class AttentionKind { kReference, kSdpa, kFlash, kQueryBlocks };
 enum class AutocastKind { kOff, kBf16 };
 enum class DataKind { kRetrieval, kText };
 enum class EvidencePosition { kUniform, kFixed };
@@ -45,7 +45,7 @@ CAUSAL_ENUM_TABLE(RopePairing, {RopePairing::kInterleaved, "interleaved"}, {Rope
 CAUSAL_ENUM_TABLE(RopeScaling, {RopeScaling::kNone, "none"}, {RopeScaling::kLinear, "linear"},
                   {RopeScaling::kNtk, "ntk"}, {RopeScaling::kYarn, "yarn"})
 CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {AttentionKind::kSdpa, "sdpa"},
-                  {AttentionKind::kFlash, "flash"})
+                  {AttentionKind::kFlash, "flash"}, {AttentionKind::kQueryBlocks, "query_blocks"})
 CAUSAL_ENUM_TABLE(OptimizerKernel, {OptimizerKernel::kAuto, "auto"}, {OptimizerKernel::kFused, "fused"},
                   {OptimizerKernel::kSeparate, "separate"})
 CAUSAL_ENUM_TABLE(AutocastKind, {AutocastKind::kOff, "off"}, {AutocastKind::kBf16, "bf16"})

@@ -59,8 +59,11 @@ struct ModelConfig {
   PositionKind position = PositionKind::kRope;      // "none" | "learned" | "rope"
   int64_t max_seq_len = 256;                        // longest sequence (learned table size; checked for all)
   RopeConfig rope;                                  // used when position == "rope"
-  AttentionKind attention = AttentionKind::kReference;  // "reference" (explicit scores) | "sdpa" | "flash"
-  int64_t attention_block = 64;                         // keys per block of "flash" (tiled online softmax)
+  // "reference" (explicit scores) | "sdpa" (LibTorch's fused op); extras "flash" (tiled online softmax),
+  // "query_blocks" (the reference over two query halves)
+  AttentionKind attention = AttentionKind::kReference;
+  int64_t attention_block = 64;  // keys per block of "flash"
+  int64_t attention_window = 0;  // > 0: sliding window, a query reads its latest `window` keys only
   AutocastKind autocast = AutocastKind::kOff;  // "bf16": matrix products in bfloat16, parameters stay fp32
   bool qk_norm = false;                        // RMS-normalise q and k per head before scoring
   bool bias = true;                            // biases in linear layers and LayerNorm
@@ -87,6 +90,7 @@ struct ModelConfig {
     v.field("rope", rope);
     v.field("attention", attention);
     v.field("attention_block", attention_block);
+    v.field("attention_window", attention_window);
     v.field("autocast", autocast);
     v.field("qk_norm", qk_norm);
     v.field("bias", bias);

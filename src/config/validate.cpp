@@ -152,6 +152,7 @@ void validate_model(const ModelConfig& m, const Checker& check) {
   check.in_range("model.dropout", m.dropout, 0.0, true, 1.0, false);
   check.positive("model.init_std", m.init_std);
   check.at_least("model.attention_block", m.attention_block, 1);
+  check.at_least("model.attention_window", m.attention_window, 0);
   // The tiled kernel drops no attention weights, and silently training without them would change the run.
   if (m.attention == AttentionKind::kFlash && m.dropout > 0) {
     check.fail("model.dropout",

@@ -59,6 +59,9 @@ TargetArchitecture check_exportable(const ModelConfig& m, const std::string& for
     refuse("model.output_vocab", std::to_string(m.output_vocab),
            "an output vocab equal to model.inputs[0].vocab (" + std::to_string(m.inputs[0].vocab) + ")");
   if (m.qk_norm) refuse("model.qk_norm", "true", "false (no q/k normalisation in llama, qwen2 or gpt2)");
+  if (m.attention_window > 0)
+    refuse("model.attention_window", std::to_string(m.attention_window),
+           "0 (llama, qwen2 and gpt2 attend to every earlier token)");
   if (m.ffn == FfnKind::kRelu)
     refuse("model.ffn", "\"relu\"", "\"swiglu\" (llama, qwen2), \"gelu\" or \"gelu_tanh\" (gpt2)");
   const bool llama = m.norm == NormKind::kRmsNorm;

@@ -21,9 +21,9 @@ namespace {
 nlohmann::json read_hf_json(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path.string(), "", "missing: an HF model folder needs it");
-  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
-  if (json.is_discarded() || !json.is_object()) throw ConfigError(path.string(), "", "not a JSON object");
-  return json;
+  const nlohmann::json parsed = nlohmann::json::parse(in, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) throw ConfigError(path.string(), "", "not a JSON object");
+  return parsed;
 }
 
 std::map<std::string, at::Tensor> read_weights(const fs::path& dir) {

@@ -3,9 +3,6 @@
 
 #include <torch/torch.h>
 
-#include <limits>
-
-#include "model/flash_attention.h"
 #include "model/gpu_products.h"
 #include "model/kv_cache.h"
 
@@ -48,7 +45,7 @@ void AttentionImpl::reset_parameters() {
   }
 }
 
-AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& context) {
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& context) {
   const int64_t d = options_.d_model();
   TORCH_CHECK(x.dim() == 3 && x.size(2) == d, "[attention] expected x (B,T,D) with D=", d, ", got ",
               x.sizes());
@@ -76,38 +73,20 @@ AttentionResult AttentionImpl::forward(const torch::Tensor& x, const AttentionCo
     std::tie(k, v) = context.cache->append(context.layer, k, v);  // (B,Hkv,Tcache+T,dk)
   }
 
-  const double dropout_p = is_training() ? options_.dropout() : 0.0;
-  AttentionResult result;
-  if (options_.kernel() == AttentionKind::kReference || context.want_weights) {
-    result = context.prepared.defined()
-                 ? attention_reference(q, k, v, context.prepared, dropout_p, context.want_weights)
-                 : attention_reference(q, k, v, context.allowed, dropout_p, context.want_weights);
-  } else if (options_.kernel() == AttentionKind::kFlash) {
-    // The tiled kernel never holds a block's weights long enough to drop them consistently in backward.
-    TORCH_CHECK(dropout_p == 0.0, "[attention] \"flash\" applies no attention-weight dropout, got dropout ",
-                dropout_p, " (hint: dropout 0, or attention \"reference\" / \"sdpa\")");
-    result.out = context.allowed.defined() ? attention_flash(q, k, v, context.allowed, options_.block())
-                                           : attention_flash(q, k, v, context.mask, options_.block());
-  } else {
-    result.out = context.prepared.defined() ? attention_sdpa(q, k, v, context.prepared, dropout_p)
-                                            : attention_sdpa(q, k, v, context.allowed, dropout_p);
-  }
+  const ForwardHooks& hooks = *context.hooks;
+  const bool weights_watched = hooks.watched(HookPoint::kAttentionWeights);
+  KernelOptions kernel;
+  kernel.dropout_p = is_training() ? options_.dropout() : 0.0;
+  kernel.want_weights = weights_watched;
+  kernel.block = options_.block();
+  // Only the reference returns weights: an observer of them gets the reference's.
+  const AttentionResult result = attention_kernel(
+      weights_watched ? AttentionKind::kReference : options_.kernel())(q, k, v, context.mask, kernel);
   torch::Tensor out = result.out;  // (B,Hq,T,dk)
-  if (context.ablate_head >= 0) {
-    TORCH_CHECK(context.ablate_head < hq, "[attention] ablate_head ", context.ablate_head,
-                " out of range [0,", hq, ")");
-    torch::Tensor keep = torch::ones({hq}, out.options());
-    keep[context.ablate_head] = 0;
-    out = out * keep.view({1, hq, 1, 1});  // (B,Hq,T,dk)
-  }
+  if (weights_watched) hooks.at(HookPoint::kAttentionWeights, context.layer, result.weights);
+  out = hooks.at(HookPoint::kHeads, context.layer, out);
   out = out.transpose(1, 2).reshape({batch, time, hq * dk});  // (B,T,D)
-  result.out = o_proj_(out);                                  // (B,T,D)
-  return result;
-}
-
-torch::Tensor poisoned_if(const std::string& name, const std::string& poison, const torch::Tensor& output) {
-  if (poison.empty() || name != poison) return output;
-  return output + std::numeric_limits<float>::quiet_NaN();
+  return o_proj_(out);                                        // (B,T,D)
 }
 
 }  // namespace causal

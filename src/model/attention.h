@@ -6,12 +6,9 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "config/enums.h"
 #include "model/attention_kernels.h"
+#include "model/forward_hooks.h"
 #include "model/mask.h"
 #include "model/norm.h"
 #include "model/rope.h"
@@ -30,7 +27,7 @@ struct AttentionOptions {
   TORCH_ARG(bool, qkv_bias) = false;                             // biases in q/k/v_proj even without bias
   TORCH_ARG(bool, qk_norm) = false;                              // RMSNorm over dk on q and k, per head
   TORCH_ARG(double, norm_eps) = 1e-5;                            // eps of the qk norms
-  TORCH_ARG(AttentionKind, kernel) = AttentionKind::kReference;  // "reference" | "sdpa" | "flash"
+  TORCH_ARG(AttentionKind, kernel) = AttentionKind::kReference;  // attention_kernel(kind)
   TORCH_ARG(int64_t, block) = 64;                                // keys per block of the "flash" kernel
   TORCH_ARG(double, dropout) = 0.0;        // on attention weights, train mode only ("flash": must be 0)
   TORCH_ARG(double, init_std) = 0.02;      // std of q/k/v_proj weights
@@ -38,34 +35,22 @@ struct AttentionOptions {
 };
 
 // Everything one layer's attention needs besides its input; built once per forward by the Transformer.
-// Named sub-layer outputs in forward order ("embed", "blocks.<i>.attn", "blocks.<i>.ffn", "final_norm",
-// "logits"): where the health checks look for the first non-finite value.
-using SublayerTrace = std::vector<std::pair<std::string, torch::Tensor>>;
-
 struct AttentionContext {
-  MaskParts mask;         // what the mask is built from; Tk includes cached keys
-  torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool, mask.build(); undefined when only "flash" reads the mask
-  PreparedMask prepared;  // `allowed` in the kernels' form; undefined = each layer prepares it
-  RopeTables rope;        // tables for the new tokens' absolute positions; undefined = no RoPE
+  AttentionMask mask;  // Tq new queries against Tk keys (cached ones included); undefined = every key
+  RopeTables rope;     // tables for the new tokens' absolute positions; undefined = no RoPE
   RopePairing pairing = RopePairing::kInterleaved;
-  KVCache* cache = nullptr;        // append this layer's K/V here and attend over all cached keys
-  int64_t layer = 0;               // this layer's index in the cache
-  bool want_weights = false;       // return weights (forces the reference kernel)
-  int64_t ablate_head = -1;        // zero this query head's output before o_proj; -1 = none
-  SublayerTrace* trace = nullptr;  // blocks append their branch outputs here when set
-  std::string poison;              // fault injection: the sub-layer whose output is replaced by NaN
+  KVCache* cache = nullptr;  // append this layer's K/V here and attend over all cached keys
+  int64_t layer = 0;         // this layer's index (cache, hook sites)
+  const ForwardHooks* hooks = &ForwardHooks::none();  // the model's observers
 };
-
-// Fault injection: `output` filled with NaN when `name` is the poisoned sub-layer (autograd still flows).
-torch::Tensor poisoned_if(const std::string& name, const std::string& poison, const torch::Tensor& output);
 
 // Parameters, in forward order: q_proj, k_proj, v_proj, [q_norm, k_norm], o_proj. q/k/v_proj have biases
 // when bias or qkv_bias (Qwen2's layout), o_proj only when bias.
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const AttentionOptions& options);
-  // x (B,T,D) -> {out (B,T,D), weights (B,Hq,T,Tk) or undefined}.
-  AttentionResult forward(const torch::Tensor& x, const AttentionContext& context);
+  // x (B,T,D) -> (B,T,D).
+  torch::Tensor forward(const torch::Tensor& x, const AttentionContext& context);
   // normal(0, init_std) q/k/v weights, normal(0, out_init_std) o_proj weight, zero biases, unit qk norms.
   void reset_parameters();
   const AttentionOptions& options() const { return options_; }

@@ -1,7 +1,12 @@
-// Attention kernels: an explicit reference (scores materialised) and LibTorch's fused op, same contract.
+// Attention kernels behind one interface: the reference (the plain masked composition) and LibTorch's
+// fused op, plus the opt-in extras "flash" (flash_attention.h) and "query_blocks"
+// (query_block_attention.h). Every kernel reads the one mask type of mask.h.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+
+#include "config/enums.h"
+#include "model/mask.h"
 
 namespace causal {
 
@@ -10,41 +15,40 @@ struct AttentionResult {
   at::Tensor weights;  // (B,Hq,Tq,Tk) softmax probabilities before dropout; undefined unless requested
 };
 
-// A bool mask in the form the two kernels read, prepared once per forward and shared by every layer.
-struct PreparedMask {
-  at::Tensor allowed;   // (B|1,1,Tq,Tk) bool without an all-false row: a row without keys attends everywhere
-  at::Tensor bias;      // same shape in the scores' dtype: 0 where allowed, -inf elsewhere; only if additive
-  at::Tensor has_key;   // (B|1,1,Tq,1) 0/1 in that dtype; undefined when every row has an allowed key
-  bool causal = false;  // exactly the causal triangle of one sequence: no padding, segments or cache
-  // No query may read a key after its own place (Tq == Tk, one uncached sequence; padding and segments only
-  // forbid more), so the reference kernel may skip the scores above the diagonal. Rows repaired for having
-  // no key do read later ones, but their output is zeroed by has_key whatever they read.
-  bool no_future_keys = false;
-  bool defined() const { return allowed.defined(); }
-};
-
-// additive: also build the bias (the reference kernel adds it to the scores). rows_have_keys: the caller
-// knows that every query row has an allowed key (no key padding: each query may read itself), so neither
-// the row repair nor the zeroing multiply is needed.
-PreparedMask prepare_mask(const at::Tensor& allowed, const at::TensorOptions& scores, bool additive,
-                          bool rows_have_keys);
-
-// Shared contract of both kernels:
+// The contract every kernel keeps:
 // - q (B,Hq,Tq,dk), k/v (B,Hkv,Tk,dk) with Hq % Hkv == 0; query head h reads KV head h / (Hq/Hkv).
-// - allowed: bool broadcastable to (B,1,Tq,Tk) (see mask.h), true = may attend; undefined = all keys.
+// - mask: Tq queries against Tk keys (see mask.h); undefined = every key.
 // - scores are q.k / sqrt(dk), softmax over keys; forbidden weights are exactly 0.
 // - a query row with no allowed key gets exactly zero output, and no NaN in forward or backward.
-// - dropout_p > 0 drops attention weights (callers pass 0 outside training).
-AttentionResult attention_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                    const at::Tensor& allowed, double dropout_p, bool want_weights);
-// The same with a prepared mask (additive); an undefined one means all keys.
-AttentionResult attention_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                    const PreparedMask& mask, double dropout_p, bool want_weights);
+struct KernelOptions {
+  double dropout_p = 0.0;     // > 0 drops attention weights (callers pass 0 outside training)
+  bool want_weights = false;  // also return the weights; only the reference can, the others refuse
+  int64_t block = 64;         // keys per block of "flash"
+};
+using AttentionKernel = AttentionResult (*)(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                            const AttentionMask& mask, const KernelOptions& options);
 
-// Same contract through LibTorch's fused kernel (sdpa_compat.h); it cannot return weights.
-at::Tensor attention_sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                          const at::Tensor& allowed, double dropout_p);
-at::Tensor attention_sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                          const PreparedMask& mask, double dropout_p);
+// The kernel `kind` names; config validation has checked its other settings.
+AttentionKernel attention_kernel(AttentionKind kind);
+
+// Scores materialised: bias + (q / sqrt(dk)) k^T, softmax accumulated in float, dropout, times v.
+AttentionResult attention_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const AttentionMask& mask, const KernelOptions& options = {});
+
+// LibTorch's fused kernel (sdpa_compat.h); it cannot return weights.
+AttentionResult attention_sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const AttentionMask& mask, const KernelOptions& options = {});
+
+// Shared by the kernels: the argument checks, and K/V heads repeated to Hq (GQA).
+void check_attention_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const AttentionMask& mask);
+at::Tensor repeat_kv(const at::Tensor& x, int64_t query_heads);
+// The scores of queries [start, start + rows) of q3 (B*H,Tq,dk), already scaled, against keys [0, keys) of
+// k3 (B*H,Tk,dk), plus the matching block of the additive bias (B|1,1,Tq,Tk): (B*H, rows, keys) in the
+// bias's dtype. The product accumulates (beta = 1) into a fresh copy of the bias, never the bias itself,
+// which every layer and later batches of the shape share. An in-place product is not autocast: the bias
+// comes in the dtype q and k arrive in.
+at::Tensor biased_scores(const at::Tensor& q3, const at::Tensor& k3, const at::Tensor& bias, int64_t batch,
+                         int64_t start, int64_t rows, int64_t keys);
 
 }  // namespace causal

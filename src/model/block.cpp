@@ -33,21 +33,17 @@ BlockImpl::BlockImpl(const ModelConfig& config) : dropout_(config.dropout) {
                                                 .out_init_std(out_std)));
 }
 
-AttentionResult BlockImpl::forward(const torch::Tensor& x, const AttentionContext& context) {
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionContext& context) {
   const bool train = is_training() && dropout_ > 0.0;
-  const std::string name = "blocks." + std::to_string(context.layer);
-  AttentionResult attended = attn_(attn_norm_(x), context);
-  const torch::Tensor attn_out = poisoned_if(name + ".attn", context.poison, attended.out);  // (B,T,D)
+  const ForwardHooks& hooks = *context.hooks;
+  const int64_t layer = context.layer;
   // Not even a no-op dropout call when it cannot drop: a small model's step is dispatch-bound.
   const auto dropped = [&](const torch::Tensor& t) { return train ? torch::dropout(t, dropout_, true) : t; };
+  const torch::Tensor attn_out = hooks.at(HookPoint::kAttention, layer, attn_(attn_norm_(x), context));
   torch::Tensor h = x + dropped(attn_out);  // (B,T,D)
-  const torch::Tensor ffn_out = poisoned_if(name + ".ffn", context.poison, ffn_(ffn_norm_(h)));
-  h = h + dropped(ffn_out);  // (B,T,D)
-  if (context.trace != nullptr) {
-    context.trace->emplace_back(name + ".attn", attn_out);
-    context.trace->emplace_back(name + ".ffn", ffn_out);
-  }
-  return {h, attended.weights};
+  const torch::Tensor ffn_out = hooks.at(HookPoint::kFeedForward, layer, ffn_(ffn_norm_(h)));
+  h = h + dropped(ffn_out);                      // (B,T,D)
+  return hooks.at(HookPoint::kBlock, layer, h);  // (B,T,D)
 }
 
 }  // namespace causal

@@ -16,8 +16,8 @@ class BlockImpl : public torch::nn::Module {
  public:
   // config must be resolved (n_kv_heads and ffn_hidden filled).
   explicit BlockImpl(const ModelConfig& config);
-  // x (B,T,D) -> {x (B,T,D) after both residual updates, attention weights (B,Hq,T,Tk) or undefined}.
-  AttentionResult forward(const torch::Tensor& x, const AttentionContext& context);
+  // x (B,T,D) -> x (B,T,D) after both residual updates.
+  torch::Tensor forward(const torch::Tensor& x, const AttentionContext& context);
 
   Attention attn() const { return attn_; }
   FeedForward ffn() const { return ffn_; }

@@ -39,23 +39,20 @@ torch::Tensor from_rows(const torch::Tensor& rows, int64_t query_heads) {
   return out;
 }
 
-// Not a tensor argument of apply(): the mask gets no gradient and may be undefined. Either the whole mask
-// or the parts it is built from, one block at a time.
+// Not a tensor argument of apply(): the mask gets no gradient and may be undefined. Each block's mask is
+// built from the parts when the block is computed.
 struct MaskArgument {
-  torch::Tensor allowed;  // (B|1,1,Tq,Tk) bool or undefined
   MaskParts parts;
 
-  bool defined() const { return allowed.defined() || parts.defined(); }
+  bool defined() const { return parts.defined(); }
   // (B|1,1,queries,keys) bool
   torch::Tensor block(int64_t query_start, int64_t queries, int64_t key_start, int64_t keys) const {
-    if (allowed.defined()) return allowed.narrow(2, query_start, queries).narrow(3, key_start, keys);
     return parts.block(query_start, queries, key_start, keys);
   }
 
   // For backward, in the context's saved data under these names (undefined ones left out).
-  std::array<std::pair<const char*, torch::Tensor*>, 6> named() {
-    return {{{"allowed", &allowed},
-             {"query_index", &parts.query_index},
+  std::array<std::pair<const char*, torch::Tensor*>, 5> named() {
+    return {{{"query_index", &parts.query_index},
              {"key_index", &parts.key_index},
              {"key_valid", &parts.key_valid},
              {"query_segment", &parts.query_segment},
@@ -64,11 +61,13 @@ struct MaskArgument {
   void save(AutogradContext* ctx) {
     for (const auto& [name, tensor] : named())
       if (tensor->defined()) ctx->saved_data[name] = *tensor;
+    ctx->saved_data["window"] = parts.window;
   }
   static MaskArgument load(AutogradContext* ctx) {
     MaskArgument mask;
     for (const auto& [name, tensor] : mask.named())
       if (ctx->saved_data.count(name) > 0) *tensor = ctx->saved_data[name].toTensor();
+    mask.parts.window = ctx->saved_data["window"].toInt();
     return mask;
   }
 };
@@ -238,48 +237,21 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
 
 }  // namespace
 
-namespace {
-
-void check_flash_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        int64_t block) {
-  TORCH_CHECK(q.dim() == 4, "[attention] expected q (B,Hq,Tq,dk), got ", q.sizes());
-  TORCH_CHECK(k.dim() == 4 && k.size(0) == q.size(0) && k.size(3) == q.size(3),
-              "[attention] expected k (B,Hkv,Tk,dk) matching q's B and dk ", q.sizes(), ", got ", k.sizes());
-  TORCH_CHECK(v.sizes() == k.sizes(), "[attention] expected v shaped like k ", k.sizes(), ", got ",
-              v.sizes());
-  TORCH_CHECK(k.size(1) > 0 && q.size(1) % k.size(1) == 0, "[attention] expected Hq=", q.size(1),
-              " divisible by Hkv=", k.size(1));
-  TORCH_CHECK(block >= 1, "[attention] expected flash block >= 1, got ", block);
+AttentionResult attention_flash(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                const AttentionMask& mask, const KernelOptions& options) {
+  check_attention_inputs(q, k, v, mask);
+  // The tiled kernel never holds a block's weights long enough to drop them consistently in backward.
+  TORCH_CHECK(options.dropout_p == 0.0,
+              "[attention] \"flash\" applies no attention-weight dropout, got dropout ", options.dropout_p,
+              " (hint: dropout 0, or attention \"reference\" / \"sdpa\")");
+  TORCH_CHECK(!options.want_weights,
+              "[attention] \"flash\" cannot return attention weights (the reference can)");
+  TORCH_CHECK(options.block >= 1, "[attention] expected flash block >= 1, got ", options.block);
   // Its backward runs outside autocast: every product there needs one dtype.
   TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
               "[attention] expected q, k and v of one dtype, got ", q.scalar_type(), ", ", k.scalar_type(),
               " and ", v.scalar_type());
-}
-
-}  // namespace
-
-torch::Tensor attention_flash(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              const torch::Tensor& allowed, int64_t block) {
-  check_flash_inputs(q, k, v, block);
-  if (allowed.defined()) {
-    TORCH_CHECK(allowed.scalar_type() == torch::kBool, "[attention] expected a bool mask, got ",
-                allowed.scalar_type());
-    TORCH_CHECK(allowed.dim() == 4 && (allowed.size(0) == 1 || allowed.size(0) == q.size(0)) &&
-                    allowed.size(1) == 1 && allowed.size(2) == q.size(2) && allowed.size(3) == k.size(2),
-                "[attention] expected mask (B|1,1,Tq,Tk) with B=", q.size(0), " Tq=", q.size(2),
-                " Tk=", k.size(2), ", got ", allowed.sizes());
-  }
-  return FlashAttentionFunction::apply(q, k, v, MaskArgument{allowed, {}}, block);
-}
-
-torch::Tensor attention_flash(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              const MaskParts& mask, int64_t block) {
-  check_flash_inputs(q, k, v, block);
-  const int64_t tq = mask.query_index.size(-1), tk = mask.key_index.size(-1);
-  TORCH_CHECK(tq == q.size(2) && tk == k.size(2), "[attention] expected mask parts for Tq=", q.size(2),
-              " Tk=", k.size(2), ", got query_index ", mask.query_index.sizes(), " and key_index ",
-              mask.key_index.sizes());
-  return FlashAttentionFunction::apply(q, k, v, MaskArgument{torch::Tensor(), mask}, block);
+  return {FlashAttentionFunction::apply(q, k, v, MaskArgument{mask.parts()}, options.block), torch::Tensor()};
 }
 
 }  // namespace causal

@@ -1,8 +1,9 @@
-// Reference attention over query blocks (see query_block_attention.h).
+// The reference over query halves (see query_block_attention.h).
 #include "model/query_block_attention.h"
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <vector>
 
 #include "model/softmax_compat.h"
@@ -66,30 +67,22 @@ class QueryBlockAttentionFunction : public torch::autograd::Function<QueryBlockA
 
 }  // namespace
 
-at::Tensor biased_scores(const at::Tensor& q3, const at::Tensor& k3, const at::Tensor& bias, int64_t batch,
-                         int64_t start, int64_t rows, int64_t keys) {
-  const int64_t rows_all = q3.size(0);
-  torch::Tensor scores = torch::empty({rows_all, rows, keys}, bias.options());
-  scores.view({batch, rows_all / batch, rows, keys}).copy_(bias.narrow(2, start, rows).narrow(3, 0, keys));
-  return scores.baddbmm_(q3.narrow(1, start, rows), k3.narrow(1, 0, keys).transpose(1, 2), /*beta=*/1.0,
-                         /*alpha=*/1.0);
-}
-
-at::Tensor attention_query_blocks(const at::Tensor& q3, const at::Tensor& k3, const at::Tensor& v3,
-                                  const at::Tensor& bias, int64_t batch, int64_t blocks) {
-  TORCH_CHECK(q3.dim() == 3 && k3.sizes() == q3.sizes() && v3.sizes() == q3.sizes(),
-              "[attention] expected q, k and v (B*H,T,dk) of one shape, got ", q3.sizes(), ", ", k3.sizes(),
-              " and ", v3.sizes());
-  TORCH_CHECK(k3.scalar_type() == q3.scalar_type() && v3.scalar_type() == q3.scalar_type() &&
-                  bias.scalar_type() == q3.scalar_type(),
-              "[attention] expected q, k, v and the bias in one dtype, got ", q3.scalar_type(), ", ",
-              k3.scalar_type(), ", ", v3.scalar_type(), " and ", bias.scalar_type());
-  TORCH_CHECK(batch >= 1 && q3.size(0) % batch == 0, "[attention] expected B*H rows divisible by B=", batch,
-              ", got ", q3.size(0));
-  TORCH_CHECK(bias.dim() == 4 && bias.size(2) == q3.size(1) && bias.size(3) == q3.size(1),
-              "[attention] expected a bias (B|1,1,T,T) with T=", q3.size(1), ", got ", bias.sizes());
-  TORCH_CHECK(blocks >= 1 && blocks <= q3.size(1), "[attention] expected 1..T query blocks, got ", blocks);
-  return QueryBlockAttentionFunction::apply(q3, k3, v3, bias, batch, blocks);
+AttentionResult attention_query_blocks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                       const AttentionMask& mask, const KernelOptions& options) {
+  check_attention_inputs(q, k, v, mask);
+  const int64_t batch = q.size(0), heads = q.size(1), time = q.size(2), dk = q.size(3);
+  if (!mask.no_future_keys() || options.dropout_p > 0.0 || options.want_weights || time < 2)
+    return attention_reference(q, k, v, mask, options);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
+  const torch::Tensor q3 = (q * scale).reshape({batch * heads, time, dk});
+  const torch::Tensor k3 = repeat_kv(k, heads).reshape({batch * heads, time, dk});
+  const torch::Tensor v3 = repeat_kv(v, heads).reshape({batch * heads, time, dk});
+  const torch::Tensor out = QueryBlockAttentionFunction::apply(q3, k3, v3, mask.bias(q.scalar_type()), batch,
+                                                               /*blocks=*/2)
+                                .view({batch, heads, time, dk});  // (B,Hq,T,dk)
+  // A row without keys attended everywhere: its output is zeroed, which also stops its gradient.
+  const torch::Tensor has_key = mask.has_key(q.scalar_type());
+  return {has_key.defined() ? out * has_key : out, torch::Tensor()};
 }
 
 }  // namespace causal

@@ -72,8 +72,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   }
 }
 
-torch::Tensor TransformerImpl::checked_tokens(const ModelInputs& inputs,
-                                              const ForwardOptions& options) const {
+torch::Tensor TransformerImpl::checked_tokens(const ModelInputs& inputs, const KVCache* cache) const {
   const int64_t n_fields = static_cast<int64_t>(config_.inputs.size());
   torch::Tensor tokens = inputs.tokens;
   TORCH_CHECK(tokens.defined(), "[transformer] inputs.tokens is required");
@@ -95,7 +94,6 @@ torch::Tensor TransformerImpl::checked_tokens(const ModelInputs& inputs,
   check_rows(inputs.segment_ids, "segment_ids", torch::kLong);
   check_rows(inputs.key_valid, "key_valid", torch::kBool);
 
-  const KVCache* cache = options.cache;
   const int64_t cache_len = cache != nullptr ? cache->length() : 0;
   if (cache != nullptr) {
     TORCH_CHECK(cache->n_layers() == config_.n_layers && cache->batch_size() == batch,
@@ -104,43 +102,24 @@ torch::Tensor TransformerImpl::checked_tokens(const ModelInputs& inputs,
   }
   TORCH_CHECK(cache_len + time <= config_.max_seq_len, "[transformer] ", cache_len, " cached + ", time,
               " new positions exceed max_seq_len ", config_.max_seq_len);
-  TORCH_CHECK(options.ablate_layer < config_.n_layers, "[transformer] ablate_layer ", options.ablate_layer,
-              " out of range [0,", config_.n_layers, ")");
   return tokens;
 }
 
-void TransformerImpl::attach_mask(AttentionContext& context, bool collect_attention, bool cached,
-                                  const torch::Tensor& key_segment, const torch::TensorOptions& scores) {
-  // Flash builds each block's mask itself; the other kernels, and returned weights, need the whole mask,
-  // prepared once here for every layer.
-  if (config_.attention == AttentionKind::kFlash && !collect_attention) return;
-  const bool additive = config_.attention != AttentionKind::kSdpa || collect_attention;
-  // Without key padding every query may read its own key, so no row is left without one.
-  const bool rows_have_keys = !context.mask.key_valid.defined();
-  const bool by_shape = rows_have_keys && !key_segment.defined() && !cached;
-  const int64_t time = context.mask.query_index.size(0);
+AttentionMask TransformerImpl::attention_mask(MaskParts parts, bool cached) {
+  const bool by_shape = !parts.key_valid.defined() && !parts.query_segment.defined() && !cached;
+  const int64_t time = parts.query_index.size(-1);
+  const c10::Device device = parts.query_index.device();
   ShapeMask& memo = shape_mask_;
-  if (by_shape && memo.time == time && memo.device == scores.device() &&
-      memo.dtype == scores.dtype().toScalarType() && memo.additive == additive) {
-    context.allowed = memo.allowed;
-    context.prepared = memo.prepared;
-    return;
-  }
-  context.allowed = context.mask.build();
-  context.prepared = prepare_mask(context.allowed, scores, additive, rows_have_keys);
-  context.prepared.causal = by_shape;
-  context.prepared.no_future_keys = !cached;  // build_allowed_mask never allows key_index > query_index
-  if (by_shape) {
-    memo = {time,     scores.device(), scores.dtype().toScalarType(),
-            additive, context.allowed, context.prepared};
-  }
+  if (by_shape && memo.time == time && memo.device == device) return memo.mask;
+  AttentionMask mask(std::move(parts));
+  if (by_shape) memo = {time, device, mask};
+  return mask;
 }
 
-ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOptions& options) {
-  const torch::Tensor tokens = checked_tokens(inputs, options);  // (B,T,F)
+ModelOutput TransformerImpl::forward(const ModelInputs& inputs, KVCache* cache) {
+  const torch::Tensor tokens = checked_tokens(inputs, cache);  // (B,T,F)
   const int64_t batch = tokens.size(0);
   const int64_t time = tokens.size(1);
-  KVCache* cache = options.cache;
   const int64_t cache_len = cache != nullptr ? cache->length() : 0;
 
   // Only the forward runs under autocast: backward follows the casts autograd recorded.
@@ -159,8 +138,7 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
   torch::Tensor x = fields_[0](tokens.select(2, 0));  // (B,T,D)
   for (size_t f = 1; f < fields_.size(); ++f) x = x + fields_[f](tokens.select(2, static_cast<int64_t>(f)));
   if (config_.position == PositionKind::kLearned) x = x + pos_embed_(positions);
-  x = poisoned_if("embed", options.poison_sublayer, x);
-  if (options.trace != nullptr) options.trace->emplace_back("embed", x);
+  x = hooks_.at(HookPoint::kEmbed, -1, x);
 
   torch::Tensor key_valid = inputs.key_valid;      // (B,Tk) or undefined
   torch::Tensor key_segment = inputs.segment_ids;  // (B,Tk) or undefined
@@ -173,42 +151,31 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, const ForwardOpt
     mask_valid = torch::Tensor();
 
   AttentionContext context;
-  context.mask = MaskParts{query_index, key_index, mask_valid, inputs.segment_ids, key_segment};
-  // In the dtype the scores are computed in, so that no layer converts the mask.
-  attach_mask(context, options.collect_attention, cache != nullptr, key_segment,
-              x.options().dtype(autocast.value_or(x.scalar_type())));
+  context.mask = attention_mask(MaskParts{query_index, key_index, mask_valid, inputs.segment_ids, key_segment,
+                                          config_.attention_window},
+                                cache != nullptr);
   if (config_.position == PositionKind::kRope) {
     context.rope = rope_tables(positions, config_.head_dim(), config_.rope, x.scalar_type());
     context.pairing = config_.rope.pairing;
   }
   context.cache = cache;
-  context.want_weights = options.collect_attention;
-  context.trace = options.trace;
-  context.poison = options.poison_sublayer;
+  context.hooks = &hooks_;
 
-  ModelOutput output;
   for (int64_t i = 0; i < config_.n_layers; ++i) {
     context.layer = i;
-    context.ablate_head = i == options.ablate_layer ? options.ablate_head : -1;
-    AttentionResult r = blocks_[i](x, context);
-    x = r.out;  // (B,T,D)
-    if (options.collect_residuals) output.residuals.push_back(x);
-    if (options.collect_attention) output.attention.push_back(r.weights);
+    x = blocks_[i](x, context);  // (B,T,D)
   }
   if (cache != nullptr) cache->commit(time, key_valid, key_segment);
 
-  x = poisoned_if("final_norm", options.poison_sublayer, final_norm_(x));  // (B,T,D)
+  x = hooks_.at(HookPoint::kFinalNorm, -1, final_norm_(x));  // (B,T,D)
+  ModelOutput output;
   output.logits = config_.tie_embeddings ? head_product(x, fields_[0]->weight, torch::Tensor())
                                          : head_product(x, head_->weight, head_->bias);  // (B,T,V)
   // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in,
   // and contiguous (a GPU's padded head leaves a view).
   if (output.logits.scalar_type() != parameter_dtype) output.logits = output.logits.to(parameter_dtype);
   output.logits = output.logits.contiguous();
-  output.logits = poisoned_if("logits", options.poison_sublayer, output.logits);
-  if (options.trace != nullptr) {
-    options.trace->emplace_back("final_norm", x);
-    options.trace->emplace_back("logits", output.logits);
-  }
+  output.logits = hooks_.at(HookPoint::kLogits, -1, output.logits);
   return output;
 }
 

@@ -12,6 +12,7 @@
 
 #include "config/model_config.h"
 #include "model/block.h"
+#include "model/forward_hooks.h"
 #include "model/kv_cache.h"
 #include "model/norm.h"
 
@@ -26,22 +27,8 @@ struct ModelInputs {
   torch::Tensor key_valid{};    // (B,T) bool or undefined: false marks padding keys nobody may attend to
 };
 
-struct ForwardOptions {
-  KVCache* cache = nullptr;  // incremental decoding: new tokens are appended, queries see all cached keys
-                             // + causal among new ones
-  bool collect_residuals = false;  // fill ModelOutput::residuals (residual stream after each block)
-  bool collect_attention =
-      false;  // fill ModelOutput::attention (weights per layer; forces the reference kernel)
-  int64_t ablate_layer = -1, ablate_head = -1;  // zero this head's output before o_proj (head ablation probe)
-  SublayerTrace* trace = nullptr;  // receives every sub-layer output in forward order (health checks)
-  std::string
-      poison_sublayer;  // fault injection: this sub-layer's output becomes NaN (tests, --inject-fault)
-};
-
 struct ModelOutput {
-  torch::Tensor logits;                  // (B,T,V)
-  std::vector<torch::Tensor> residuals;  // L x (B,T,D) when collected
-  std::vector<torch::Tensor> attention;  // L x (B,Hq,T,Tk) when collected (Tk includes cached keys)
+  torch::Tensor logits;  // (B,T,V)
 };
 
 // Parameters, in forward order (names are checkpoint tensor names, see docs/model.md):
@@ -51,7 +38,11 @@ class TransformerImpl : public torch::nn::Module {
  public:
   // config is already resolved + validated (n_kv_heads, ffn_hidden filled); violations still throw.
   explicit TransformerImpl(const ModelConfig& config);
-  ModelOutput forward(const ModelInputs& inputs, const ForwardOptions& options = {});
+  // With a cache (incremental decoding), the new tokens are appended to it and their queries see every
+  // cached key plus the causal part of the new ones.
+  ModelOutput forward(const ModelInputs& inputs, KVCache* cache = nullptr);
+  // Where observers register (forward_hooks.h); the forward calls them at its hook points.
+  ForwardHooks& hooks() { return hooks_; }
   const ModelConfig& config() const { return config_; }
   const std::vector<Block>& blocks() const { return blocks_; }
 
@@ -65,22 +56,18 @@ class TransformerImpl : public torch::nn::Module {
   Norm final_norm_{nullptr};
   torch::nn::Linear head_{nullptr};  // D -> V; absent when tied
 
-  // inputs.tokens as (B,T,F), after checking every input and the cache against the model.
-  torch::Tensor checked_tokens(const ModelInputs& inputs, const ForwardOptions& options) const;
-  // The whole mask the kernels other than flash (and returned weights) need, prepared once per forward in
-  // the scores' dtype and device, or reused from shape_mask_.
-  void attach_mask(AttentionContext& context, bool collect_attention, bool cached,
-                   const torch::Tensor& key_segment, const torch::TensorOptions& scores);
+  ForwardHooks hooks_;
 
-  // The last mask that depended only on the sequence's shape (no key padding, no segments, no cache):
-  // batches of one shape reuse it instead of rebuilding it every forward.
+  // inputs.tokens as (B,T,F), after checking every input and the cache against the model.
+  torch::Tensor checked_tokens(const ModelInputs& inputs, const KVCache* cache) const;
+  // The mask of this forward, or the last one when it depended only on the sequence's length (no key
+  // padding, no segments, no cache): batches of one shape reuse it and the forms the kernels made of it.
+  AttentionMask attention_mask(MaskParts parts, bool cached);
+
   struct ShapeMask {
     int64_t time = -1;
     c10::Device device = c10::kCPU;
-    c10::ScalarType dtype = c10::kFloat;
-    bool additive = false;
-    torch::Tensor allowed;
-    PreparedMask prepared;
+    AttentionMask mask;
   };
   ShapeMask shape_mask_;
 };

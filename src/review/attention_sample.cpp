@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include "review/attention_observers.h"
 #include "review/checkpoint_model.h"
 #include "task/objective.h"
 #include "task/task.h"
@@ -50,13 +51,17 @@ AttentionSample sample_attention(const std::string& run_dir, int64_t max_text_to
   if (!example.text.empty()) sample.outcome = "text: " + example.text;
 
   torch::NoGradGuard no_grad;
-  ForwardOptions options;
-  options.collect_attention = true;
-  const ModelOutput out = loaded.model->forward(model_inputs(batch.to(loaded.device)), options);
-  TORCH_CHECK(!out.attention.empty(), "[report] the model returned no attention weights");
+  AttentionWeights weights_of;
+  ModelOutput out;
+  {
+    const ForwardHooks::Registration watching(loaded.model->hooks(), weights_of);
+    out = loaded.model->forward(model_inputs(batch.to(loaded.device)));
+  }
+  TORCH_CHECK(!weights_of.layers().empty(), "[report] the model returned no attention weights");
   const int64_t t = batch.tokens.size(1);
   // (L,Hq,T,T): the first (only) example of each layer's (B,Hq,T,Tk).
-  const at::Tensor weights = at::stack(out.attention, 0).select(1, 0).to(at::kCPU, at::kFloat).contiguous();
+  const at::Tensor weights =
+      at::stack(weights_of.layers(), 0).select(1, 0).to(at::kCPU, at::kFloat).contiguous();
   TORCH_CHECK(weights.dim() == 4 && weights.size(2) == t && weights.size(3) == t,
               "[report] expected attention (L,Hq,T,T) with T=", t, ", got ", weights.sizes());
   sample.layers = weights.size(0);

@@ -207,9 +207,7 @@ GenerateResult generate_text(const GenerateRequest& request) {
   };
   for (int64_t i = 0; i < request.max_new_tokens; ++i) {
     if (i == 1) result.prompt_seconds = lap();
-    ForwardOptions options;
-    options.cache = &cache;
-    const at::Tensor cached = model->forward(ModelInputs{chunk}, options).logits[0];  // (Tchunk,V)
+    const at::Tensor cached = model->forward(ModelInputs{chunk}, &cache).logits[0];  // (Tchunk,V)
     if (request.verify_cache) {
       const at::Tensor full =
           model->forward(ModelInputs{at::tensor(all, long_options).unsqueeze(0)}).logits[0];

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "review/attention_observers.h"
 #include "task/objective.h"
 
 namespace causal {
@@ -16,12 +17,11 @@ struct Score {
   double loss = 0.0, accuracy = 0.0;
 };
 
-Score score(Transformer& model, const ProbeSet& set, const c10::Device& device,
-            const ForwardOptions& options) {
+Score score(Transformer& model, const ProbeSet& set, const c10::Device& device) {
   double loss = 0.0, correct = 0.0, count = 0.0;
   for (const Batch& cpu : set.batches) {
     const Batch b = cpu.to(device);
-    const at::Tensor logits = model->forward(model_inputs(b), options).logits;
+    const at::Tensor logits = model->forward(model_inputs(b)).logits;
     loss += loss_sum(logits, b.labels).item<double>();
     const at::Tensor labelled = b.labels != kIgnoreLabel;
     correct += (logits.argmax(-1).eq(b.labels) & labelled).sum().item<double>();
@@ -36,14 +36,16 @@ nlohmann::json attention_probe(Transformer& model, const ProbeSet& set, const c1
   torch::NoGradGuard no_grad;
   model->eval();
   const Batch b = set.batches.at(0).to(device);
-  ForwardOptions options;
-  options.collect_attention = true;
-  const ModelOutput out = model->forward(model_inputs(b), options);
+  AttentionWeights weights_of;
+  {
+    const ForwardHooks::Registration watching(model->hooks(), weights_of);
+    model->forward(model_inputs(b));
+  }
   // Queries that are not padding; a query's allowed keys are those with weight > 0 under the mask.
   const at::Tensor valid_query =
       b.key_valid.defined() ? b.key_valid : at::ones_like(b.labels, at::kBool);  // (B,T)
   nlohmann::json layers = nlohmann::json::array();
-  for (const at::Tensor& weights : out.attention) {  // (B,H,T,Tk)
+  for (const at::Tensor& weights : weights_of.layers()) {  // (B,H,T,Tk)
     const at::Tensor p = weights.to(at::kDouble).cpu();
     const at::Tensor entropy = -(p * p.clamp_min(1e-300).log()).sum(-1);  // (B,H,T)
     const at::Tensor uniform = (p > 0).sum(-1).clamp_min(1).to(at::kDouble).log();
@@ -70,15 +72,14 @@ nlohmann::json attention_probe(Transformer& model, const ProbeSet& set, const c1
 nlohmann::json head_ablation(Transformer& model, const ProbeSet& set, const c10::Device& device) {
   torch::NoGradGuard no_grad;
   model->eval();
-  const Score base = score(model, set, device, {});
+  const Score base = score(model, set, device);
   nlohmann::json heads = nlohmann::json::array();
   const ModelConfig& config = model->config();
   for (int64_t layer = 0; layer < config.n_layers; ++layer) {
     for (int64_t head = 0; head < config.n_heads; ++head) {
-      ForwardOptions options;
-      options.ablate_layer = layer;
-      options.ablate_head = head;
-      const Score s = score(model, set, device, options);
+      HeadAblation ablation(layer, head);
+      const ForwardHooks::Registration ablating(model->hooks(), ablation);
+      const Score s = score(model, set, device);
       heads.push_back({{"layer", layer},
                        {"head", head},
                        {"loss", s.loss},

@@ -82,14 +82,6 @@ std::string first_nonfinite_gradient(torch::nn::Module& model) {
   return "";
 }
 
-std::string first_nonfinite_activation(const SublayerTrace& trace) {
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, output] : trace) {
-    if (!finite(output)) return name;
-  }
-  return "";
-}
-
 double peak_rss_mib() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);

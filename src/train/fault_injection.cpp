@@ -1,12 +1,14 @@
-// Fault spec parsing and the injected checkpoint-write faults.
+// Fault spec parsing, the injected weight, activation and gradient faults, and the checkpoint-write faults.
 #include "train/fault_injection.h"
 
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "core/errors.h"
@@ -65,6 +67,47 @@ void apply_save_fault(const FaultInjection& fault, const fs::path& dir, int64_t 
   if (!ec) fs::resize_file(file, size / 2, ec);
   throw IoError("[io] cannot write " + file.string() + ": " + std::strerror(ENOSPC) + " (injected fault " +
                 fault.describe() + ")");
+}
+
+void check_fault_target(torch::nn::Module& model, const FaultInjection& fault, int64_t n_layers) {
+  if (fault.kind == FaultInjection::Kind::kActivation) {
+    ActivationFault(fault.name, n_layers, fault.describe());
+  } else if ((fault.kind == FaultInjection::Kind::kWeight || fault.kind == FaultInjection::Kind::kGradient) &&
+             !model.named_parameters().contains(fault.name)) {
+    throw UsageError("--inject-fault " + fault.describe() + ": no parameter " + fault.name +
+                     " (names in docs/model.md)");
+  }
+}
+
+void poison_parameter(torch::nn::Module& model, const std::string& name, bool gradient) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    if (item.key() != name) continue;
+    torch::Tensor target = gradient ? item.value().mutable_grad() : item.value();
+    if (target.defined()) target.fill_(std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+}
+
+ActivationFault::ActivationFault(const std::string& name, int64_t n_layers, const std::string& spec) {
+  std::vector<HookSite> sites = {
+      {HookPoint::kEmbed, -1}, {HookPoint::kFinalNorm, -1}, {HookPoint::kLogits, -1}};
+  for (int64_t i = 0; i < n_layers; ++i) {
+    sites.push_back({HookPoint::kAttention, i});
+    sites.push_back({HookPoint::kFeedForward, i});
+  }
+  for (const HookSite& site : sites) {
+    if (site.name() != name) continue;
+    site_ = site;
+    return;
+  }
+  throw UsageError("--inject-fault " + spec + ": no sub-layer " + name +
+                   " (embed, blocks.<i>.attn, blocks.<i>.ffn, final_norm, logits)");
+}
+
+at::Tensor ActivationFault::observe(const HookSite& site, const at::Tensor& value) {
+  if (site.layer != site_.layer) return value;
+  return value + std::numeric_limits<float>::quiet_NaN();
 }
 
 }  // namespace causal

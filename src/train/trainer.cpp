@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include "checkpoint/checkpoint.h"
@@ -18,6 +18,7 @@
 #include "core/scoped_timer.h"
 #include "model/count_parameters.h"
 #include "task/objective.h"
+#include "train/forward_observers.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
@@ -25,72 +26,32 @@
 namespace causal {
 namespace {
 
-void poison_parameter(torch::nn::Module& model, const std::string& name, bool gradient) {
+// The forward passes of micro-batches 0..failed again, from the generators as the step found them, with
+// every sub-layer output of the last one traced: the first non-finite one in forward order, or "". The
+// parameters are still those the forwards ran with, and backward draws nothing, so the replayed forwards
+// draw the masks the step drew. The generators are left where the step left them, so training goes on as
+// if nothing had been replayed.
+std::string replay_first_nonfinite_activation(Transformer& model, const std::vector<Batch>& micro_batches,
+                                              size_t failed, const GeneratorSnapshot& step_start) {
+  const GeneratorSnapshot after = GeneratorSnapshot::capture(step_start.device_kind());
+  step_start.restore();
   torch::NoGradGuard no_grad;
-  for (auto& item : model.named_parameters()) {
-    if (item.key() != name) continue;
-    torch::Tensor target = gradient ? item.value().mutable_grad() : item.value();
-    if (target.defined()) target.fill_(std::numeric_limits<float>::quiet_NaN());
-    return;
-  }
-}
-
-// A fault that could never fire is a typo: refuse it before training starts.
-void check_fault_target(torch::nn::Module& model, const FaultInjection& fault, int64_t n_layers) {
-  if (fault.kind == FaultInjection::Kind::kNone || fault.kind == FaultInjection::Kind::kSave) return;
-  if (fault.kind == FaultInjection::Kind::kActivation) {
-    std::vector<std::string> names = {"embed", "final_norm", "logits"};
-    for (int64_t i = 0; i < n_layers; ++i) {
-      names.push_back("blocks." + std::to_string(i) + ".attn");
-      names.push_back("blocks." + std::to_string(i) + ".ffn");
-    }
-    if (std::find(names.begin(), names.end(), fault.name) == names.end()) {
-      throw UsageError("--inject-fault " + fault.describe() + ": no sub-layer " + fault.name +
-                       " (embed, blocks.<i>.attn, blocks.<i>.ffn, final_norm, logits)");
-    }
-  } else if (!model.named_parameters().contains(fault.name)) {
-    throw UsageError("--inject-fault " + fault.describe() + ": no parameter " + fault.name +
-                     " (names in docs/model.md)");
-  }
-}
-
-// A copy of the generator that draws `device`'s dropout masks, in its present state.
-at::Generator generator_snapshot(const c10::Device& device) {
-  at::Generator generator = at::globalContext().defaultGenerator(device);
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  return generator.clone();
-}
-
-void restore_generator(const c10::Device& device, const at::Generator& snapshot) {
-  at::Generator generator = at::globalContext().defaultGenerator(device);
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(snapshot.get_state());
-}
-
-// The forward again, from the generator state `before` it, with every sub-layer output traced: the first
-// non-finite one in forward order, or "". The parameters are still those the forward ran with, and the
-// generator is left where the forward left it, so training goes on as if nothing had been replayed.
-std::string replay_first_nonfinite_activation(Transformer& model, const ModelInputs& inputs,
-                                              ForwardOptions options, const at::Generator& before) {
-  const c10::Device device = inputs.tokens.device();
-  const at::Generator after = generator_snapshot(device);
-  restore_generator(device, before);
+  for (size_t i = 0; i < failed; ++i) model->forward(model_inputs(micro_batches[i]));
   SublayerTrace trace;
-  options.trace = &trace;
-  options.collect_residuals = false;
+  std::string where;
   {
-    torch::NoGradGuard no_grad;
-    model->forward(inputs, options);
+    const ForwardHooks::Registration watching(model->hooks(), trace);
+    model->forward(model_inputs(micro_batches[failed]));
+    where = trace.first_nonfinite();
   }
-  restore_generator(device, after);
-  return first_nonfinite_activation(trace);
+  after.restore();
+  return where;
 }
 
 }  // namespace
 
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
-                                   bool collect_diagnostics, const std::string& poison_sublayer,
-                                   DataParallel* parallel, PhaseTimes* phases) {
+                                   bool collect_diagnostics, DataParallel* parallel, PhaseTimes* phases) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point phase_start = Clock::now();
   // Ends the current phase into `total` (when timed) and starts the next.
@@ -115,19 +76,14 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
   // A step without valid tokens contributes a zero loss and zero gradients instead of 0/0.
   const double denominator = static_cast<double>(std::max<int64_t>(out.valid_tokens, 1));
   model->zero_grad(/*set_to_none=*/true);
+  if (!micro_batches.empty()) out.rng_before = GeneratorSnapshot::capture(micro_batches[0].tokens.device());
+  ResidualStream residuals;
+  const ForwardHooks::Registration watching(model->hooks(), residuals);
   for (size_t i = 0; i < micro_batches.size(); ++i) {
     const bool diagnose = collect_diagnostics && i + 1 == micro_batches.size();
-    ForwardOptions options;
-    options.collect_residuals = diagnose;
-    options.poison_sublayer = poison_sublayer;
+    residuals.arm(diagnose);
     if (phases != nullptr) phase_start = Clock::now();
-    const ModelInputs inputs = model_inputs(micro_batches[i]);
-    // The generator as this forward finds it, so that a non-finite loss can replay the forward exactly
-    // (dropout drawing the same masks). Tracing every step instead would keep each sub-layer's output, which
-    // autograd frees, until backward ends: 36-68 MiB at bench shape L
-    // (docs/bench.md#recomputed-ffn-activation).
-    const at::Generator before = generator_snapshot(inputs.tokens.device());
-    ModelOutput result = model->forward(inputs, options);
+    const ModelOutput result = model->forward(model_inputs(micro_batches[i]));
     at::Tensor loss = loss_sum(result.logits, micro_batches[i].labels) / denominator;
     end_phase(&PhaseTimes::forward_ms);
     if (parallel != nullptr && i + 1 == micro_batches.size()) parallel->before_last_backward();
@@ -135,16 +91,18 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
     end_phase(&PhaseTimes::backward_ms);
     const double value = loss.item<double>();
     out.loss += value;
-    if (!std::isfinite(value) && out.first_nonfinite_activation.empty()) {
-      const std::string where = replay_first_nonfinite_activation(model, inputs, options, before);
-      if (!where.empty()) out.first_nonfinite_activation = where + " (micro-batch " + std::to_string(i) + ")";
-    }
     if (diagnose) {
       ScopedTimer timer(out.diagnostics_seconds);
       torch::NoGradGuard no_grad;
       out.max_abs_logit = result.logits.abs().max().item<double>();
-      for (const at::Tensor& r : result.residuals)
-        out.act_rms.push_back(r.pow(2).mean().sqrt().item<double>());
+      out.act_rms = residuals.rms();
+      residuals.arm(false);
+    }
+    if (!std::isfinite(value) && out.first_nonfinite_activation.empty()) {
+      // Tracing every step instead would keep each sub-layer's output, which autograd frees, until
+      // backward ends: 36-68 MiB at bench shape L (docs/bench.md#recomputed-ffn-activation).
+      const std::string where = replay_first_nonfinite_activation(model, micro_batches, i, *out.rng_before);
+      if (!where.empty()) out.first_nonfinite_activation = where + " (micro-batch " + std::to_string(i) + ")";
     }
   }
   return out;
@@ -207,10 +165,16 @@ StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_bat
                          int64_t step_done, DataParallel* parallel) {
   const bool inject = fault.at(step_done);
   if (inject && fault.kind == FaultInjection::Kind::kWeight) poison_parameter(*model, fault.name, false);
-  const std::string poison =
-      inject && fault.kind == FaultInjection::Kind::kActivation ? fault.name : std::string();
   StepOutcome out;
-  out.grads = accumulate_gradients(model, micro_batches, log_row, poison, parallel);
+  {
+    std::optional<ActivationFault> activation;
+    std::optional<ForwardHooks::Registration> poisoning;
+    if (inject && fault.kind == FaultInjection::Kind::kActivation) {
+      activation.emplace(fault.name, model->config().n_layers, fault.describe());
+      poisoning.emplace(model->hooks(), *activation);
+    }
+    out.grads = accumulate_gradients(model, micro_batches, log_row, parallel);
+  }
   const bool poison_gradient = inject && fault.kind == FaultInjection::Kind::kGradient;
   if (poison_gradient) poison_parameter(*model, fault.name, true);
   if (parallel != nullptr) sum_over_ranks(model, *parallel, step_done, poison_gradient, out);
@@ -296,8 +260,7 @@ std::vector<Batch> Trainer::next_micro_batches() {
 // A non-finite step is never applied: with nonfinite = "abort" (or too many skips in a row) the run ends
 // here, after on_abort saved what the step needs to be replayed; with "skip" it is counted and logged.
 void Trainer::handle_nonfinite(const StepPlan& plan, const StepOutcome& outcome, TrainProgress& progress,
-                               const std::vector<Batch>& micro_batches, const nlohmann::json& rng_before,
-                               const TrainHooks& hooks) {
+                               const std::vector<Batch>& micro_batches, const TrainHooks& hooks) {
   const TrainConfig& train = config_.train;
   ++progress.skipped_steps;
   ++progress.consecutive_skips;
@@ -313,7 +276,11 @@ void Trainer::handle_nonfinite(const StepPlan& plan, const StepOutcome& outcome,
                                       : what + "; " + std::to_string(progress.consecutive_skips) +
                                             " consecutive steps skipped (train.max_consecutive_skips)";
     std::string forensics;
-    if (hooks.on_abort) forensics = hooks.on_abort({plan.done, plan.lr, message, &micro_batches, rng_before});
+    if (hooks.on_abort) {
+      const nlohmann::json rng_before =
+          outcome.grads.rng_before ? rng_json(*outcome.grads.rng_before) : nlohmann::json::object();
+      forensics = hooks.on_abort({plan.done, plan.lr, message, &micro_batches, rng_before});
+    }
     output_.log().error("{}", message);
     throw NonFiniteError(message + forensics);
   }
@@ -398,11 +365,6 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
     StepPlan plan = plan_step(step);
     set_learning_rate(*optimizer_, plan.lr);
     double diagnostics = 0.0;
-    nlohmann::json rng_before;
-    {
-      ScopedTimer timer(diagnostics);
-      rng_before = capture_global_rng(device_);
-    }
     const std::vector<Batch> micro_batches = next_micro_batches();
     // Forward/backward over the micro-batches, then the health verdict and clipping.
     const StepOutcome outcome = compute_step(model_, micro_batches, config_.train, plan.log_row,
@@ -414,7 +376,7 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
       progress.consecutive_skips = 0;
       ratios = apply_update(plan, diagnostics);
     } else {
-      handle_nonfinite(plan, outcome, progress, micro_batches, rng_before, hooks);
+      handle_nonfinite(plan, outcome, progress, micro_batches, hooks);
       plan.log_row = true;
     }
 

@@ -7,10 +7,12 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "core/rng_state.h"
 #include "data/batch_source.h"
 #include "dist/data_parallel.h"
 #include "model/transformer.h"
@@ -30,6 +32,9 @@ struct StepGradients {
   std::vector<double> act_rms;             // RMS of the residual stream after each block, last micro-batch
   std::string first_nonfinite_activation;  // "blocks.1.ffn (micro-batch 0)" when a loss was non-finite
   double diagnostics_seconds = 0.0;        // spent on max |logit| and activation RMS
+  // The generators as the step's first forward found them: a non-finite loss replays the forwards from
+  // here, and a forensics bundle stores it.
+  std::optional<GeneratorSnapshot> rng_before;
 };
 
 // Where the forward and backward passes of a step spend their time (`causal bench`): each phase is
@@ -42,12 +47,12 @@ struct PhaseTimes {
 
 // Zeroes the gradients, then accumulates them over `micro_batches` (already on the model's device) with
 // one denominator: the valid-token count of the whole step, never a mean of per-micro-batch means.
-// `poison_sublayer` is fault injection (ForwardOptions). With `parallel`, the denominator and the counts
+// With `parallel`, the denominator and the counts
 // are global (summed over ranks) and the loss is this rank's share of the global mean. With `phases`,
 // each phase is timed (and waits for the device).
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
-                                   bool collect_diagnostics, const std::string& poison_sublayer = "",
-                                   DataParallel* parallel = nullptr, PhaseTimes* phases = nullptr);
+                                   bool collect_diagnostics, DataParallel* parallel = nullptr,
+                                   PhaseTimes* phases = nullptr);
 
 // Global L2 norm of all gradients, before any clipping; then scales them to at most `max_norm`
 // (max_norm <= 0: no clipping; a non-finite norm: left unscaled for diagnosis). Returns the pre-clip norm.
@@ -92,7 +97,7 @@ struct AbortedStep {
   double lr = 0.0;
   std::string message;  // why, naming the first non-finite tensor
   const std::vector<Batch>* micro_batches = nullptr;
-  nlohmann::json rng_before;  // capture_global_rng() before the step's forward pass
+  nlohmann::json rng_before;  // the generators before the step's forward pass (rng_json)
 };
 
 struct TrainHooks {
@@ -126,8 +131,7 @@ class Trainer {
   StepPlan plan_step(int64_t step) const;
   std::vector<Batch> next_micro_batches();
   void handle_nonfinite(const StepPlan& plan, const StepOutcome& outcome, TrainProgress& progress,
-                        const std::vector<Batch>& micro_batches, const nlohmann::json& rng_before,
-                        const TrainHooks& hooks);
+                        const std::vector<Batch>& micro_batches, const TrainHooks& hooks);
   std::vector<double> apply_update(const StepPlan& plan, double& diagnostics_seconds);
   nlohmann::json metrics_row(const StepPlan& plan, const StepOutcome& outcome, const SpikeFlags& spike,
                              const std::vector<double>& update_ratios, const TrainProgress& progress,

@@ -54,17 +54,17 @@ struct FlashGradients {
   torch::Tensor out, dq, dk, dv;
 };
 
-// Output and dQ, dK, dV through autograd for one upstream gradient.
-// With `parts` defined, flash builds its block masks from them and `allowed` is not used by it.
+// Output and dQ, dK, dV through autograd for one upstream gradient. Flash builds its block masks from the
+// mask's parts: the whole mask never exists.
 FlashGradients run_kernel(bool flash, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& allowed, const torch::Tensor& upstream, int64_t block,
-                          const MaskParts& parts = {}) {
+                          const AttentionMask& mask, const torch::Tensor& upstream, int64_t block) {
   const auto qq = q.detach().requires_grad_(true);
   const auto kk = k.detach().requires_grad_(true);
   const auto vv = v.detach().requires_grad_(true);
-  const torch::Tensor out = !flash            ? attention_reference(qq, kk, vv, allowed, 0.0, false).out
-                            : parts.defined() ? attention_flash(qq, kk, vv, parts, block)
-                                              : attention_flash(qq, kk, vv, allowed, block);
+  KernelOptions options;
+  options.block = block;
+  const torch::Tensor out =
+      (flash ? attention_flash(qq, kk, vv, mask, options) : attention_reference(qq, kk, vv, mask)).out;
   (out * upstream).sum().backward();
   return {out.detach(), qq.grad(), kk.grad(), vv.grad()};
 }
@@ -110,14 +110,10 @@ CATCH_TEST_CASE("flash: outputs and gradients equal the reference over shapes, m
         const auto k = torch::randn({s.batch, s.kv_heads, s.keys, s.dk});
         const auto v = torch::randn({s.batch, s.kv_heads, s.keys, s.dk});
         const auto upstream = torch::randn({s.batch, s.query_heads, s.queries, s.dk});
-        const MaskParts parts = random_case_parts(s, padding, segments);
-        const auto allowed = parts.build();
-        const FlashGradients reference = run_kernel(false, q, k, v, allowed, upstream, block);
-        check_same(run_kernel(true, q, k, v, allowed, upstream, block), reference, q, k, v, allowed,
-                   upstream);
-        // Block masks built from the parts, as the model runs flash: the whole mask never exists.
-        check_same(run_kernel(true, q, k, v, torch::Tensor(), upstream, block, parts), reference, q, k, v,
-                   allowed, upstream);
+        const AttentionMask mask(random_case_parts(s, padding, segments));
+        const auto allowed = mask.parts().build();
+        const FlashGradients reference = run_kernel(false, q, k, v, mask, upstream, block);
+        check_same(run_kernel(true, q, k, v, mask, upstream, block), reference, q, k, v, allowed, upstream);
         if (allowed.any().item<bool>()) {
           CATCH_CHECK(reference.out.abs().max().item<double>() > 1e-3);  // not vacuous: real signal
         }
@@ -148,7 +144,8 @@ CATCH_TEST_CASE("flash: fully masked rows give exact zeros and finite zero gradi
   // Row 0: the first 4 keys are padding, so queries 0..3 have no key. Row 1: all keys valid.
   auto valid = torch::ones({2, t}, torch::kBool);
   valid[0].narrow(0, 0, 4).fill_(false);
-  const auto allowed = build_allowed_mask(torch::arange(t), torch::arange(t), valid, {}, {});
+  const AttentionMask mask(MaskParts{torch::arange(t), torch::arange(t), valid, {}, {}});
+  const auto allowed = mask.allowed();
   CATCH_REQUIRE_FALSE(allowed[0][0].narrow(0, 0, 4).any().item<bool>());
   for (const int64_t block : {1, 2, 3, 64}) {
     CATCH_INFO("block " << block);
@@ -156,7 +153,7 @@ CATCH_TEST_CASE("flash: fully masked rows give exact zeros and finite zero gradi
     const auto k = torch::randn({2, 2, t, 8});
     const auto v = torch::randn({2, 2, t, 8});
     const auto upstream = torch::randn({2, 4, t, 8});
-    const FlashGradients flash = run_kernel(true, q, k, v, allowed, upstream, block);
+    const FlashGradients flash = run_kernel(true, q, k, v, mask, upstream, block);
     CATCH_CHECK(torch::equal(flash.out[0].narrow(1, 0, 4), torch::zeros({4, 4, 8})));
     CATCH_CHECK(torch::equal(flash.dq[0].narrow(1, 0, 4), torch::zeros({4, 4, 8})));
     // The forbidden padding keys receive nothing either.
@@ -165,33 +162,39 @@ CATCH_TEST_CASE("flash: fully masked rows give exact zeros and finite zero gradi
     for (const auto& g : {flash.out, flash.dq, flash.dk, flash.dv})
       CATCH_CHECK(torch::isfinite(g).all().item<bool>());
     CATCH_REQUIRE(flash.out[0].narrow(1, 4, t - 4).abs().sum().item<float>() > 0);  // other rows carry signal
-    check_same(flash, run_kernel(false, q, k, v, allowed, upstream, block), q, k, v, allowed, upstream);
+    check_same(flash, run_kernel(false, q, k, v, mask, upstream, block), q, k, v, allowed, upstream);
   }
 }
 
-// Invariant: flash refuses attention-weight dropout instead of silently training without it, and the
-// probes' want_weights still get weights (through the reference kernel).
+// Invariant: flash refuses attention-weight dropout instead of silently training without it, and an
+// observer of attention weights still gets them (through the reference kernel).
 CATCH_TEST_CASE("flash: no silent dropout, and weights still come from the reference",
                 "[unit][flash][numerics]") {
   torch::manual_seed(43);
   Attention attn(AttentionOptions(16, 4, 2).kernel(AttentionKind::kFlash).block(2).dropout(0.1));
   AttentionContext context;
-  context.allowed = build_allowed_mask(torch::arange(5), torch::arange(5), {}, {}, {});
+  context.mask = AttentionMask(MaskParts{torch::arange(5), torch::arange(5), {}, {}, {}});
   const auto x = torch::randn({1, 5, 16});
   attn->train();
   CATCH_CHECK_THROWS_WITH(attn->forward(x, context),
                           Catch::Matchers::Contains("no attention-weight dropout"));
   attn->eval();  // dropout applies in training only
   const auto plain = attn->forward(x, context);
-  CATCH_CHECK_FALSE(plain.weights.defined());
-  context.want_weights = true;
+  struct Weights : ForwardObserver {
+    torch::Tensor seen;
+    bool watches(HookPoint point) const override { return point == HookPoint::kAttentionWeights; }
+    at::Tensor observe(const HookSite&, const at::Tensor& value) override { return seen = value; }
+  } weights;
+  ForwardHooks hooks;
+  const ForwardHooks::Registration watching(hooks, weights);
+  context.hooks = &hooks;
   const auto probed = attn->forward(x, context);
-  CATCH_REQUIRE(probed.weights.defined());
+  CATCH_REQUIRE(weights.seen.defined());
   // The same sub-layer on another kernel (tolerance.h (4)): its reductions, at the scale of its output.
-  CATCH_CHECK(within(probed.out, plain.out,
-                     testing::chain_bound(testing::attention_path(16, 4, 5), plain.out.abs().max()), "out"));
+  CATCH_CHECK(within(probed, plain,
+                     testing::chain_bound(testing::attention_path(16, 4, 5), plain.abs().max()), "out"));
   CATCH_CHECK_THROWS_AS(attention_flash(torch::randn({1, 2, 3, 4}), torch::randn({1, 2, 3, 4}),
-                                        torch::randn({1, 2, 3, 4}), torch::Tensor(), 0),
+                                        torch::randn({1, 2, 3, 4}), AttentionMask(), {0.0, true}),
                         c10::Error);
 }
 
@@ -273,7 +276,7 @@ CATCH_TEST_CASE("flash: cached chunks equal the full pass", "[contract][model][k
       for (const int64_t n : sizes) {
         const ModelInputs in{tokens.narrow(1, start, n), positions.narrow(1, start, n),
                              segments.narrow(1, start, n), valid.narrow(1, start, n)};
-        parts.push_back(flash->forward(in, {&cache}).logits);
+        parts.push_back(flash->forward(in, &cache).logits);
         start += n;
       }
       CATCH_CHECK(within(torch::cat(parts, 1), full, bound, "cached"));

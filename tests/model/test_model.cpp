@@ -1,8 +1,10 @@
 // Transformer: parameter names and counts, causality, GQA, KV cache, masking, ablation, init, tying, dropout.
 #include <torch/torch.h>
 // Torch first: its glog macros must not replace Catch's.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "model/kv_cache.h"
 #include "model/mask.h"
 #include "model/transformer.h"
+#include "review/attention_observers.h"
 #include "support/tolerance.h"
 
 using namespace causal;
@@ -54,6 +57,20 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 
 using testing::logits_bound;
 using testing::within;
+
+// Every value seen at the watched hook points, in order.
+struct Recorder : ForwardObserver {
+  explicit Recorder(std::vector<HookPoint> watched) : points(std::move(watched)) {}
+  std::vector<HookPoint> points;
+  std::vector<std::pair<HookSite, torch::Tensor>> seen;
+  bool watches(HookPoint point) const override {
+    return std::find(points.begin(), points.end(), point) != points.end();
+  }
+  at::Tensor observe(const HookSite& site, const at::Tensor& value) override {
+    seen.emplace_back(site, value);
+    return value;
+  }
+};
 
 const char* name_of(PositionKind p) {
   return p == PositionKind::kRope ? "rope" : p == PositionKind::kLearned ? "learned" : "none";
@@ -299,7 +316,7 @@ CATCH_TEST_CASE("model: KV cache token by token equals the full pass",
         KVCache cache(c.n_layers, 2, max_len);
         std::vector<torch::Tensor> steps;
         for (int64_t t = 0; t < time; ++t) {
-          steps.push_back(model->forward({tokens.narrow(1, t, 1)}, {&cache}).logits);
+          steps.push_back(model->forward({tokens.narrow(1, t, 1)}, &cache).logits);
           CATCH_REQUIRE(cache.length() == t + 1);
         }
         CATCH_CHECK(within(torch::cat(steps, 1), full, bound, "token by token"));
@@ -310,13 +327,13 @@ CATCH_TEST_CASE("model: KV cache token by token equals the full pass",
         std::vector<torch::Tensor> wrong_steps;
         for (int64_t t = 0; t < time; ++t) {
           ModelInputs in{tokens.narrow(1, t, 1), torch::zeros({2, 1}, torch::kLong)};
-          wrong_steps.push_back(model->forward(in, {&wrong}).logits);
+          wrong_steps.push_back(model->forward(in, &wrong).logits);
         }
         CATCH_CHECK(max_abs_diff(torch::cat(wrong_steps, 1), full) > 1e-4);
 
         cache.reset();
         CATCH_CHECK(cache.length() == 0);
-        CATCH_CHECK(within(model->forward({tokens.narrow(1, 0, 1)}, {&cache}).logits, full.narrow(1, 0, 1),
+        CATCH_CHECK(within(model->forward({tokens.narrow(1, 0, 1)}, &cache).logits, full.narrow(1, 0, 1),
                            bound.narrow(1, 0, 1), "after reset"));
       }
     }
@@ -360,7 +377,7 @@ CATCH_TEST_CASE("model: multi-token cached chunks equal the full pass",
         for (const int64_t n : sizes) {
           const ModelInputs in{tokens.narrow(1, start, n), positions.narrow(1, start, n),
                                segments.narrow(1, start, n), valid.narrow(1, start, n)};
-          parts.push_back(model->forward(in, {&cache}).logits);
+          parts.push_back(model->forward(in, &cache).logits);
           start += n;
         }
         return within(torch::cat(parts, 1), full, bound, std::to_string(sizes.size()) + " chunks");
@@ -384,8 +401,8 @@ CATCH_TEST_CASE("model: fully masked rows give zero attention output and finite 
   const int64_t time = 5;
   auto valid = torch::ones({2, time}, torch::kBool);
   valid[1][0] = false;  // row 1 starts with one padding token: its query 0 has no allowed key
-  const auto allowed = build_allowed_mask(torch::arange(time), torch::arange(time), valid, {}, {});
-  CATCH_REQUIRE_FALSE(allowed[1][0][0].any().item<bool>());
+  const AttentionMask mask(MaskParts{torch::arange(time), torch::arange(time), valid, {}, {}});
+  CATCH_REQUIRE_FALSE(mask.allowed()[1][0][0].any().item<bool>());
 
   for (const AttentionKind kernel :
        {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash}) {
@@ -393,22 +410,22 @@ CATCH_TEST_CASE("model: fully masked rows give zero attention output and finite 
     // Attention module without biases: zero attention output means o_proj's output is exactly zero.
     Attention attn(AttentionOptions(32, 4, 2).bias(false).kernel(kernel).init_std(0.1).out_init_std(0.1));
     AttentionContext context;
-    context.allowed = allowed;
+    context.mask = mask;
     const auto x = torch::randn({2, time, 32});
-    const auto out = attn->forward(x, context).out;  // (B,T,D)
+    const auto out = attn->forward(x, context);  // (B,T,D)
     CATCH_CHECK(torch::equal(out[1][0], torch::zeros({32})));
     CATCH_CHECK(out[1][1].abs().sum().item<float>() > 0);
     CATCH_CHECK(torch::isfinite(out).all().item<bool>());
 
     Transformer model(tiny_config(PositionKind::kRope, kernel));
     const auto tokens = random_tokens(model->config(), 2, time);
-    const auto result =
-        model->forward({tokens, {}, {}, valid}, {nullptr, false, kernel == AttentionKind::kReference});
+    Recorder weights({HookPoint::kAttentionWeights});
+    std::optional<ForwardHooks::Registration> watching;
+    if (kernel == AttentionKind::kReference) watching.emplace(model->hooks(), weights);
+    const auto result = model->forward({tokens, {}, {}, valid});
     CATCH_CHECK(torch::isfinite(result.logits).all().item<bool>());
-    if (kernel == AttentionKind::kReference) {
-      for (const auto& w : result.attention)
-        CATCH_CHECK(torch::equal(w[1].select(1, 0), torch::zeros({4, time})));
-    }
+    for (const auto& [site, w] : weights.seen)
+      CATCH_CHECK(torch::equal(w[1].select(1, 0), torch::zeros({4, time})));
     result.logits.sum().backward();
     for (const auto& p : model->parameters()) {
       CATCH_REQUIRE(p.grad().defined());
@@ -425,10 +442,12 @@ CATCH_TEST_CASE("model: head ablation removes exactly one head's contribution", 
   torch::NoGradGuard no_grad;
   const auto tokens = random_tokens(c, 2, 6);
   const auto base = model->forward({tokens}).logits;
-  ForwardOptions ablate;
-  ablate.ablate_layer = 1;
-  ablate.ablate_head = 2;
-  const auto ablated = model->forward({tokens}, ablate).logits;
+  HeadAblation ablation(/*layer=*/1, /*head=*/2);
+  torch::Tensor ablated;
+  {
+    const ForwardHooks::Registration ablating(model->hooks(), ablation);
+    ablated = model->forward({tokens}).logits;
+  }
   CATCH_CHECK(max_abs_diff(base, ablated) > 1e-4);
 
   // Independent check: zeroing the o_proj input columns of head 2 in layer 1 does the same.
@@ -437,7 +456,10 @@ CATCH_TEST_CASE("model: head ablation removes exactly one head's contribution", 
   CATCH_CHECK(within(model->forward({tokens}).logits, ablated, logits_bound(c, ablated, 6, 6), "logits"));
 }
 
-CATCH_TEST_CASE("model: collected residuals and attention have the documented shapes",
+// Invariant: observers see every hook point in forward order with the documented shapes, an observer of
+// attention weights gets them from the reference kernel whatever the model's kernel, and a forward with
+// observers that only watch computes the same logits, bit for bit, as one without.
+CATCH_TEST_CASE("model: hook points come in forward order with the documented shapes",
                 "[unit][model][numerics]") {
   torch::manual_seed(37);
   const ModelConfig c = tiny_config(PositionKind::kRope, AttentionKind::kSdpa);
@@ -445,19 +467,99 @@ CATCH_TEST_CASE("model: collected residuals and attention have the documented sh
   model->eval();
   torch::NoGradGuard no_grad;
   const auto tokens = random_tokens(c, 2, 6);
-  ForwardOptions options;
-  options.collect_residuals = true;
-  options.collect_attention = true;  // forces the reference kernel
-  const auto out = model->forward({tokens}, options);
-  CATCH_REQUIRE(out.logits.sizes() == torch::IntArrayRef({2, 6, c.output_vocab}));
-  CATCH_REQUIRE(out.residuals.size() == 2);
-  CATCH_REQUIRE(out.attention.size() == 2);
-  CATCH_CHECK(out.residuals[1].sizes() == torch::IntArrayRef({2, 6, c.d_model}));
-  CATCH_CHECK(out.attention[0].sizes() == torch::IntArrayRef({2, c.n_heads, 6, 6}));
-  // sdpa against the reference path
-  CATCH_CHECK(
-      within(model->forward({tokens}).logits, out.logits, logits_bound(c, out.logits, 6, 6), "logits"));
-  CATCH_CHECK(model->forward({tokens}).residuals.empty());
+  const auto plain = model->forward({tokens}).logits;
+  Recorder everything({HookPoint::kEmbed, HookPoint::kHeads, HookPoint::kAttentionWeights,
+                       HookPoint::kAttention, HookPoint::kFeedForward, HookPoint::kBlock,
+                       HookPoint::kFinalNorm, HookPoint::kLogits});
+  torch::Tensor watched;
+  {
+    const ForwardHooks::Registration watching(model->hooks(), everything);
+    watched = model->forward({tokens}).logits;
+  }
+  std::vector<std::string> names;
+  for (const auto& [site, value] : everything.seen) names.push_back(site.name());
+  const std::vector<std::string> expected = {"embed",
+                                             "blocks.0.attn_weights",
+                                             "blocks.0.heads",
+                                             "blocks.0.attn",
+                                             "blocks.0.ffn",
+                                             "blocks.0",
+                                             "blocks.1.attn_weights",
+                                             "blocks.1.heads",
+                                             "blocks.1.attn",
+                                             "blocks.1.ffn",
+                                             "blocks.1",
+                                             "final_norm",
+                                             "logits"};
+  CATCH_CHECK(names == expected);
+  const std::vector<std::vector<int64_t>> shapes = {{2, 6, c.d_model},
+                                                    {2, c.n_heads, 6, 6},
+                                                    {2, c.n_heads, 6, c.head_dim()},
+                                                    {2, 6, c.d_model},
+                                                    {2, 6, c.d_model},
+                                                    {2, 6, c.d_model},
+                                                    {2, c.n_heads, 6, 6},
+                                                    {2, c.n_heads, 6, c.head_dim()},
+                                                    {2, 6, c.d_model},
+                                                    {2, 6, c.d_model},
+                                                    {2, 6, c.d_model},
+                                                    {2, 6, c.d_model},
+                                                    {2, 6, c.output_vocab}};
+  for (size_t i = 0; i < shapes.size() && i < everything.seen.size(); ++i)
+    CATCH_CHECK(everything.seen[i].second.sizes() == torch::IntArrayRef(shapes[i]));
+  // Watching weights ran the reference instead of sdpa: equal within the kernels' tolerance.
+  CATCH_CHECK(within(watched, plain, logits_bound(c, plain, 6, 6), "logits"));
+  // Observers that skip the weights leave sdpa in place: the same bits.
+  Recorder streams({HookPoint::kEmbed, HookPoint::kAttention, HookPoint::kFeedForward, HookPoint::kBlock,
+                    HookPoint::kFinalNorm, HookPoint::kLogits});
+  const ForwardHooks::Registration watching(model->hooks(), streams);
+  CATCH_CHECK(torch::equal(model->forward({tokens}).logits, plain));
+  CATCH_CHECK(streams.seen.size() == static_cast<size_t>(1 + 3 * c.n_layers + 2));
+}
+
+// Invariant: a sliding window of w keys (model.attention_window) gives, on every kernel, the reference's
+// logits, and cached decoding in chunks equals the full pass; a window of at least T changes nothing, a
+// narrower one does.
+CATCH_TEST_CASE("model: a sliding attention window, every kernel, cached and not",
+                "[contract][model][kv_cache][numerics]") {
+  const int64_t time = 10;
+  torch::manual_seed(39);
+  ModelConfig base = tiny_config(PositionKind::kRope, AttentionKind::kReference);
+  const auto tokens = random_tokens(base, 2, time);
+  auto valid = torch::ones({2, time}, torch::kBool);
+  valid[1][0] = false;  // a padding query with no key, inside the window or not
+  const ModelInputs inputs{tokens, {}, {}, valid};
+  torch::NoGradGuard no_grad;
+  const auto model_with = [&](AttentionKind kernel, int64_t window) {
+    torch::manual_seed(40);  // the same weights for every kernel and window
+    ModelConfig c = base;
+    c.attention = kernel;
+    c.attention_window = window;
+    Transformer model(c);
+    model->eval();
+    return model;
+  };
+  Transformer reference = model_with(AttentionKind::kReference, 3);
+  const auto full = reference->forward(inputs).logits;
+  const auto bound = logits_bound(base, full, time, 3);
+  CATCH_CHECK(max_abs_diff(full, model_with(AttentionKind::kReference, 0)->forward(inputs).logits) > 1e-4);
+  CATCH_CHECK(torch::equal(model_with(AttentionKind::kReference, time)->forward(inputs).logits,
+                           model_with(AttentionKind::kReference, 0)->forward(inputs).logits));
+  for (const AttentionKind kernel : {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kFlash,
+                                     AttentionKind::kQueryBlocks}) {
+    CATCH_INFO("kernel " << to_string(kernel));
+    Transformer model = model_with(kernel, 3);
+    CATCH_CHECK(within(model->forward(inputs).logits, full, bound, "full pass"));
+    KVCache cache(base.n_layers, 2, 0);
+    std::vector<torch::Tensor> parts;
+    int64_t start = 0;
+    for (const int64_t n : {4, 1, 3, 2}) {
+      parts.push_back(
+          model->forward({tokens.narrow(1, start, n), {}, {}, valid.narrow(1, start, n)}, &cache).logits);
+      start += n;
+    }
+    CATCH_CHECK(within(torch::cat(parts, 1), full, bound, "cached chunks"));
+  }
 }
 
 // Invariant: with RoPE as the only position signal, a common shift of the positions leaves logits unchanged,
