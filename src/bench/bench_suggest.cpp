@@ -17,7 +17,8 @@ std::string SpeedVariant::label() const {
 
 std::vector<SpeedVariant> speed_variants(const RunConfig& config) {
   std::vector<SpeedVariant> variants{SpeedVariant{}};
-  for (AttentionKind attention : {AttentionKind::kReference, AttentionKind::kSdpa}) {
+  for (AttentionKind attention :
+       {AttentionKind::kReference, AttentionKind::kSdpa, AttentionKind::kQueryBlocks}) {
     for (AutocastKind autocast : {AutocastKind::kOff, AutocastKind::kBf16}) {
       if (attention == config.model.attention && autocast == config.model.autocast) continue;
       SpeedVariant variant;

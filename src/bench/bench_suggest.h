@@ -21,7 +21,8 @@ struct SpeedVariant {
   std::string label() const;  // "as written" or the overrides joined by spaces
 };
 
-// The config as written first, then every other combination of attention kernel (reference, sdpa) and
+// The config as written first, then every other combination of attention kernel (reference, sdpa,
+// query_blocks) and
 // products dtype (float32, bf16) the config can take; nothing that changes the model or the data.
 std::vector<SpeedVariant> speed_variants(const RunConfig& config);
 

@@ -118,7 +118,8 @@ Command add_bench_command(CLI::App& app) {
           ->excludes(describe);
   bench
       ->add_flag("--suggest", flags->suggest,
-                 "Time the config as written against its other attention kernels (reference, sdpa) and "
+                 "Time the config as written against its other attention kernels (reference, sdpa, "
+                 "query_blocks) and "
                  "products dtypes (float32, bf16), in 2 alternating rounds of 10 timed steps after 3 "
                  "untimed ones (unless --steps and --warmup say otherwise), and print the --set lines of "
                  "the fastest when it is at least 1.05x faster; changes nothing (docs/bench.md)")

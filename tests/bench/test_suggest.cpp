@@ -27,7 +27,8 @@ CATCH_TEST_CASE("suggest: the variants are the other attention and precision set
   config.model.attention = AttentionKind::kFlash;
   config.model.autocast = AutocastKind::kOff;
   const std::vector<SpeedVariant> variants = speed_variants(config);
-  CATCH_REQUIRE(variants.size() == 5);  // as written, then reference and sdpa, each in float32 and bf16
+  // As written, then reference, sdpa and query_blocks, each in float32 and bf16.
+  CATCH_REQUIRE(variants.size() == 7);
   CATCH_CHECK(variants[0].overrides.empty());
   CATCH_CHECK(variants[0].label() == "as written");
   std::set<std::string> labels;
@@ -38,12 +39,14 @@ CATCH_TEST_CASE("suggest: the variants are the other attention and precision set
   }
   CATCH_CHECK(labels == std::set<std::string>{
                             "model.attention=reference", "model.attention=reference model.autocast=bf16",
-                            "model.attention=sdpa", "model.attention=sdpa model.autocast=bf16"});
+                            "model.attention=sdpa", "model.attention=sdpa model.autocast=bf16",
+                            "model.attention=query_blocks",
+                            "model.attention=query_blocks model.autocast=bf16"});
 
   config.model.attention = AttentionKind::kSdpa;
   config.model.autocast = AutocastKind::kBf16;
   const std::vector<SpeedVariant> from_bf16 = speed_variants(config);
-  CATCH_REQUIRE(from_bf16.size() == 4);  // the config is one of the four combinations
+  CATCH_REQUIRE(from_bf16.size() == 6);  // the config is one of the six combinations
   CATCH_CHECK(from_bf16[1].label() == "model.attention=reference model.autocast=off");
   CATCH_CHECK_FALSE(from_bf16[1].changes_precision);
 }
