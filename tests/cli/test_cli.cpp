@@ -173,7 +173,7 @@ CATCH_TEST_CASE("bench --suggest times every variant and suggests one of them or
   CATCH_INFO(r.err);
   CATCH_REQUIRE(r.code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  CATCH_REQUIRE(j["variants"].size() == 4);
+  CATCH_REQUIRE(j["variants"].size() == 6);
   CATCH_CHECK(j["variants"][0]["overrides"].empty());
   std::vector<nlohmann::json> candidates;
   for (const auto& v : j["variants"]) {

@@ -40,7 +40,7 @@ DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF1
 MODEL_FIELDS = {"inputs": list, "output_vocab": int, "d_model": int, "n_layers": int, "n_heads": int,
                 "n_kv_heads": int, "ffn": str, "ffn_hidden": int, "ffn_multiple_of": int, "norm": str,
                 "norm_eps": float, "position": str, "max_seq_len": int, "rope": dict, "attention": str,
-                "attention_block": int, "autocast": str, "qk_norm": bool, "bias": bool, "qkv_bias": bool,
+                "attention_block": int, "attention_window": int, "autocast": str, "qk_norm": bool, "bias": bool, "qkv_bias": bool,
                 "tie_embeddings": bool,
                 "dropout": float, "init_std": float}
 ROPE_FIELDS = {"theta": float, "pairing": str, "scaling": str, "factor": float, "original_max_seq_len": int,
@@ -48,7 +48,7 @@ ROPE_FIELDS = {"theta": float, "pairing": str, "scaling": str, "factor": float, 
 INPUT_FIELDS = {"name": str, "vocab": int}
 RESOLVED_HINT = "expected causal's resolved config (a run folder's config.json, or causal train --print-config)"
 ENUMS = {"ffn": ("gelu", "gelu_tanh", "swiglu", "relu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
-         "attention": ("reference", "sdpa", "flash"), "autocast": ("off", "bf16"), "pairing": ("interleaved", "halves"),
+         "attention": ("reference", "sdpa", "flash", "query_blocks"), "autocast": ("off", "bf16"), "pairing": ("interleaved", "halves"),
          "scaling": ("none", "linear", "ntk", "yarn")}
 BATCH_NAMES = ("tokens", "positions", "segment_ids", "key_valid", "labels", "logits", "loss")
 
@@ -268,10 +268,15 @@ def rotate(x, tables, pairing):
     return out
 
 
-def allowed_mask(batch, time, key_valid, segment_ids):
-    """(B,1,T,T) bool: key index <= query index AND key valid AND same segment."""
+def allowed_mask(batch, time, key_valid, segment_ids, window):
+    """(B,1,T,T) bool: key index <= query index AND key valid AND same segment AND, with a window w > 0,
+    query index - key index < w."""
     index = torch.arange(time)
-    allowed = (index[None, :] <= index[:, None]).expand(batch, time, time)
+    distance = index[:, None] - index[None, :]
+    allowed = distance >= 0
+    if window > 0:
+        allowed = allowed & (distance < window)
+    allowed = allowed.expand(batch, time, time)
     if key_valid is not None:
         allowed = allowed & key_valid[:, None, :]
     if segment_ids is not None:
@@ -321,7 +326,7 @@ def forward(m, W, tokens, positions, segment_ids, key_valid):
     x = sum(table[tokens[..., i]] for i, table in enumerate(tables))
     if m.position == "learned":
         x = x + W.take("pos_embed.weight")[positions]
-    allowed = allowed_mask(B, T, key_valid, segment_ids)
+    allowed = allowed_mask(B, T, key_valid, segment_ids, m.attention_window)
     rope = rope_tables(positions, m.dk, m.rope) if m.position == "rope" else None
     for i in range(m.n_layers):
         p = f"blocks.{i}."

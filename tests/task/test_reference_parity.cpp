@@ -120,7 +120,13 @@ CATCH_TEST_CASE("reference: an independent PyTorch model reproduces causal's log
       {"relu-rmsnorm-rope-ntk",
        R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
            "n_heads": 4, "ffn": "relu", "norm": "rmsnorm", "position": "rope", "max_seq_len": 8,
-           "rope": {"scaling": "ntk", "factor": 8, "pairing": "halves"}, "init_std": 0.2})"}};
+           "rope": {"scaling": "ntk", "factor": 8, "pairing": "halves"}, "init_std": 0.2})"},
+      // A sliding window of 3 keys on the flash kernel: the reference applies the window rule itself.
+      {"swiglu-rmsnorm-rope-window-flash",
+       R"({"inputs": [{"name": "token", "vocab": 37}], "output_vocab": 37, "d_model": 32, "n_layers": 2,
+           "n_heads": 4, "ffn": "swiglu", "norm": "rmsnorm", "position": "rope", "max_seq_len": 8,
+           "attention": "flash", "attention_block": 3, "attention_window": 3, "bias": false,
+           "init_std": 0.2})"}};
   for (const auto& [name, json] : models) {
     CATCH_INFO(name);
     const Comparison result = compare_with_reference(model_config(json), root / name);
