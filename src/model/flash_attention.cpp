@@ -3,9 +3,9 @@
 
 #include <torch/torch.h>
 
-#include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -50,24 +50,26 @@ struct MaskArgument {
     return parts.block(query_start, queries, key_start, keys);
   }
 
-  // For backward, in the context's saved data under these names (undefined ones left out).
-  std::array<std::pair<const char*, torch::Tensor*>, 5> named() {
-    return {{{"query_index", &parts.query_index},
-             {"key_index", &parts.key_index},
-             {"key_valid", &parts.key_valid},
-             {"query_segment", &parts.query_segment},
-             {"key_segment", &parts.key_segment}}};
-  }
+  // For backward, in the context's saved data under the fields' names (undefined tensors left out).
   void save(AutogradContext* ctx) {
-    for (const auto& [name, tensor] : named())
-      if (tensor->defined()) ctx->saved_data[name] = *tensor;
-    ctx->saved_data["window"] = parts.window;
+    parts.for_each_field([&](const char* name, const auto& value) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(value)>, torch::Tensor>) {
+        if (value.defined()) ctx->saved_data[name] = value;
+      } else {
+        ctx->saved_data[name] = value;
+      }
+    });
   }
   static MaskArgument load(AutogradContext* ctx) {
     MaskArgument mask;
-    for (const auto& [name, tensor] : mask.named())
-      if (ctx->saved_data.count(name) > 0) *tensor = ctx->saved_data[name].toTensor();
-    mask.parts.window = ctx->saved_data["window"].toInt();
+    mask.parts.for_each_field([&](const char* name, auto& value) {
+      if (ctx->saved_data.count(name) == 0) return;
+      if constexpr (std::is_same_v<std::decay_t<decltype(value)>, torch::Tensor>) {
+        value = ctx->saved_data[name].toTensor();
+      } else {
+        value = ctx->saved_data[name].toInt();
+      }
+    });
     return mask;
   }
 };

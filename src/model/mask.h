@@ -35,6 +35,17 @@ struct MaskParts {
 
   bool defined() const { return query_index.defined(); }
   at::Tensor build() const;  // the whole (B|1,1,Tq,Tk) mask
+  // Calls f(name, field) for every field, tensors and integers alike: how a kernel keeps the parts for its
+  // backward without knowing them one by one.
+  template <class F>
+  void for_each_field(F&& f) {
+    f("query_index", query_index);
+    f("key_index", key_index);
+    f("key_valid", key_valid);
+    f("query_segment", query_segment);
+    f("key_segment", key_segment);
+    f("window", window);
+  }
   // Queries [query_start, +queries) against keys [key_start, +keys): (B|1,1,queries,keys).
   at::Tensor block(int64_t query_start, int64_t queries, int64_t key_start, int64_t keys) const;
 };

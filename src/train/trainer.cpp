@@ -115,7 +115,7 @@ double clip_gradients(torch::nn::Module& model, double max_norm) {
     if (p.grad().defined()) grads.push_back(p.grad());
   if (grads.empty()) return 0.0;
   // One call for every tensor's norm (bit-identical to each one's norm(2)): a small model's step is
-  // dispatch-bound, and this was two dispatches per parameter tensor.
+  // dispatch-bound, and a norm per tensor would be two dispatches each.
   const std::vector<torch::Tensor> norms = at::_foreach_norm(grads);
   const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
   const double value = total.item<double>();
