@@ -4,33 +4,26 @@
 #include <torch/utils.h>
 
 #include <csignal>
-#include <iostream>
 #include <memory>
 #include <optional>
 
 #include "bench/inspect.h"
-#include "bench/matmul_peak.h"
-#include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/checkpointer.h"
-#include "checkpoint/forensics_bundle.h"
+#include "checkpoint/resume.h"
 #include "config/config_io.h"
 #include "core/errors.h"
 #include "core/runtime.h"
 #include "dist/sharded_batches.h"
-#include "io/run_files.h"
-#include "model/autocast_scope.h"
 #include "model/count_parameters.h"
 #include "model/transformer.h"
 #include "run/interrupt.h"
 #include "run/rank_context.h"
-#include "run/run_folder.h"
-#include "run/worker_output.h"
+#include "run/rank_output.h"
+#include "run/rank_start.h"
 #include "task/task.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
 
 namespace causal {
-namespace fs = std::filesystem;
 namespace {
 
 // The memory split and cost figures (docs/background.md), once at start-up.
@@ -73,36 +66,44 @@ void check_stop_at_step(const TrainRequest& request, int64_t steps,
   }
 }
 
-nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluation,
-                             const TrainSummary& summary, const RunFolder& folder,
-                             const std::string& checkpoint) {
-  nlohmann::json results;
-  results["initial_loss"] = initial_loss;
-  results.update(evaluation);
-  results["steps"] = summary.progress.step;
-  results["skipped_steps"] = summary.progress.skipped_steps;
-  results["tokens_seen"] = summary.progress.tokens_seen;
-  results["final_train_loss"] = summary.final_loss;
-  results["train_seconds"] = summary.seconds;
-  results["tokens_per_s"] = summary.tokens_per_s;
-  results["diagnostics_seconds"] = summary.diagnostics_seconds;
-  results["run_dir"] = folder.path().string();
-  results["checkpoint"] = checkpoint;
-  return results;
-}
+// What each phase of a TrainJob hands to the next.
+struct Start {
+  std::unique_ptr<RankStart> rank;  // the leader's plan and folder, or another rank's part
+  // The checkpoint every rank starts from, as the leader chose it; nullopt: step 0.
+  std::optional<CheckpointInfo> from;
+  ThreadChoice threads;  // this process's CPU threads, applied
+};
 
-TrainOutcome finished_outcome(std::string run_dir, std::string checkpoint, nlohmann::json results) {
-  TrainOutcome outcome;
-  outcome.run_dir = std::move(run_dir);
-  outcome.checkpoint = std::move(checkpoint);
-  outcome.already_finished = true;
-  outcome.results = std::move(results);
-  return outcome;
-}
+struct OpenedTask {
+  std::unique_ptr<Task> task;
+  InspectReport cost;  // the model's memory and FLOPs at the task's sequence length
+};
 
-// One training job, in the order it happens: choose the folder and the start -> open the task and check
-// it -> build the model, trainer and checkpointer -> restore or initialise -> train -> finish. Only the
-// leader (rank 0, or the single process) has a run folder; the other ranks train and write nothing.
+struct Built {
+  Transformer model{nullptr};  // on the device, initialised from config.seed
+  // This rank's rows of each global batch; the trainer reads them in a data-parallel run, else the task's.
+  // On the heap: the trainer refers to them, and a Built is moved.
+  std::unique_ptr<ShardedBatches> shard;
+  std::unique_ptr<Trainer> trainer;
+  FaultInjection fault;  // --inject-fault (kNone without)
+};
+
+struct Resumed {
+  TrainProgress progress;  // where the loop starts
+  double initial_loss = 0.0;
+};
+
+struct Trained {
+  TrainSummary summary;
+  std::string checkpoint;  // the run's newest ("" on ranks other than the leader)
+  int signal = 0;          // SIGINT or SIGTERM, received by any rank, that ended the loop (0: none)
+  bool stopped = false;    // --stop-at-step ended the loop
+};
+
+// One training job, in the order it happens: choose the start -> open the task and check it -> prepare
+// what this rank writes -> build the model and trainer -> restore or initialise -> train -> finish. Only
+// the leader (rank 0, or the single process) has a run folder. Whether this process leads is decided once
+// (start_rank); from there each phase asks the RankStart, RankOutput or RankLoop the one before made.
 class TrainJob {
  public:
   TrainJob(const RunConfig& config, const TrainRequest& request)
@@ -115,171 +116,114 @@ class TrainJob {
 
   TrainOutcome run() {
     check_stop_at_step(request_, steps_, std::nullopt);
-    choose_start();
-    open_task();
-    if (std::optional<TrainOutcome> done = finished_already()) return *done;
-    prepare_folder();
-    build();
-    restore_or_initialise();
-    train();
-    return finish();
+    Start start = choose_start();
+    OpenedTask opened = open_task(start);
+    if (std::optional<TrainOutcome> done = finished_already(start, opened)) return *done;
+    const std::unique_ptr<RankOutput> output = start.rank->prepare(start.from, *opened.task);
+    Built built = build(start, opened, *output);
+    const Resumed resumed = restore_or_initialise(start, opened, built, *output);
+    const Trained trained = train(start, opened, built, resumed, *output);
+    return finish(built, resumed, trained, *output);
   }
 
  private:
-  // The folder (locked before its checkpoints are read: another process may be writing them), the
-  // checkpoint every rank starts from, and the CPU thread split.
-  void choose_start() {
-    if (ranks_.leader()) plan_ = plan_start(request_.start, config_json_);
-    if (!plan_.continue_in.empty()) folder_ = RunFolder::open_existing(plan_.continue_in);
-    if (!plan_.restart_in.empty()) {
-      folder_ = RunFolder::open_existing(plan_.restart_in);
-      const fs::path checkpoints = folder_->path() / run_files::kCheckpoints;
-      remove_stale_temporaries(checkpoints);
-      if (fs::is_directory(checkpoints) && latest_valid_checkpoint(checkpoints)) {
-        throw RunFolderError("run folder " + plan_.restart_in.string() +
-                             " received a checkpoint while this run was starting; run the command again");
-      }
-    }
-    from_ = ranks_.share_start(checkpoint_to_continue(plan_));
-    check_stop_at_step(request_, steps_, from_);
+  // The leader's plan and folder, the checkpoint every rank starts from, and the CPU thread split.
+  Start choose_start() {
+    Start start;
+    start.rank = start_rank(ranks_, config_, request_, config_json_, device_);
+    start.from = ranks_.share_start(start.rank->checkpoint());
+    check_stop_at_step(request_, steps_, start.from);
     // Chosen once, before this process loads the cores itself; a resumed run keeps the one it was
     // trained with.
-    const bool keep_checkpoint_split = from_ && from_->state.threads && config_.threads == 0 &&
-                                       from_->state.world_size == ranks_.world_size();
-    threads_ = keep_checkpoint_split ? ThreadChoice{*from_->state.threads, "as the checkpoint was trained"}
-                                     : RankContext::thread_split(config_.threads);
-    apply_thread_split(threads_.split);
+    const std::optional<CheckpointInfo>& from = start.from;
+    const bool keep_checkpoint_split =
+        from && from->state.threads && config_.threads == 0 && from->state.world_size == ranks_.world_size();
+    start.threads = keep_checkpoint_split
+                        ? ThreadChoice{*from->state.threads, "as the checkpoint was trained"}
+                        : RankContext::thread_split(config_.threads);
+    apply_thread_split(start.threads.split);
+    return start;
   }
 
   // The data, the model's cost against this machine's memory and disk, and the checkpoint against the
   // config: all before any folder is written or tensor allocated.
-  void open_task() {
-    task_ = make_task(config_, device_, TaskScope::kTraining);
-    cost_ = inspect_model(config_.model, task_->sequence_length(), config_.train.batch_size);
-    if (device_.is_cpu()) check_training_memory(cost_, physical_memory_bytes(), "this machine");
-    // Checkpoints are the run's only large files: a fresh run keeps keep_checkpoints of them plus the one
-    // being written; a continued run already holds its own. 1 MiB covers logs and metrics.
-    const int64_t checkpoint_bytes = cost_.memory.parameters + cost_.memory.optimizer + (64 << 10);
-    const int64_t count = folder_ ? 1 : config_.train.keep_checkpoints + 1;
-    const fs::path out = folder_ ? folder_->path()
-                         : !request_.start.run_dir.empty()
-                             ? fs::path(request_.start.run_dir)
-                             : fs::path(request_.start.runs_root) / config_.name;
-    RunFolder::check_writable(out, count * checkpoint_bytes + (1 << 20));
-    if (from_) check_resumable(*from_, config_json_, task_->identity(), folder_ ? &folder_->log() : nullptr);
+  OpenedTask open_task(const Start& start) {
+    OpenedTask opened{make_task(config_, device_, TaskScope::kTraining), {}};
+    opened.cost = inspect_model(config_.model, opened.task->sequence_length(), config_.train.batch_size);
+    if (device_.is_cpu()) check_training_memory(opened.cost, physical_memory_bytes(), "this machine");
+    start.rank->check_writable(opened.cost.memory.parameters + opened.cost.memory.optimizer + (64 << 10));
+    if (start.from) {
+      check_resumable(*start.from, config_json_, opened.task->identity(), start.rank->resume_log());
+    }
+    return opened;
   }
 
-  std::optional<TrainOutcome> finished_already() {
-    if (!from_) return std::nullopt;
-    if (std::optional<nlohmann::json> results = finished_results(plan_, *from_, steps_)) {
-      folder_->log().info(
-          "run {} already finished at step {}; nothing to do (--resume never starts a new run)",
-          plan_.continue_in.string(), from_->state.step);
-      if (request_.print_table) std::cout << task_->results_table(*results) << std::flush;
-      return finished_outcome(plan_.continue_in.string(), from_->dir.string(), *results);
-    }
-    if (!ranks_.leader() && from_->state.step >= steps_) return finished_outcome("", from_->dir.string(), {});
-    return std::nullopt;
+  std::optional<TrainOutcome> finished_already(const Start& start, const OpenedTask& opened) {
+    if (!start.from) return std::nullopt;
+    return start.rank->finished(*start.from, *opened.task);
   }
 
-  // The leader's folder: created for a new run; for a continued one, newer invalid checkpoints set aside
-  // and the metrics of steps to be repeated dropped; then the config and the task's files.
-  void prepare_folder() {
-    if (!ranks_.leader()) return;
-    peak_ = matmul_peak(device_,
-                        products_dtype(config_.model.autocast));  // a bad inherited value: before any write
-    if (!folder_) folder_ = RunFolder::create(request_.start.run_dir, request_.start.runs_root, config_.name);
-    if (from_ && !plan_.continue_in.empty()) {
-      const std::vector<std::string> set_aside =
-          set_aside_invalid_after(plan_.continue_in / run_files::kCheckpoints, from_->dir);
-      if (!set_aside.empty()) {
-        std::string list;
-        for (const std::string& item : set_aside) list += (list.empty() ? "" : "; ") + item;
-        folder_->log().warn("falling back to {}: newer checkpoint(s) invalid, renamed to invalid-step_*: {}",
-                            from_->dir.string(), list);
-      }
-      folder_->truncate_metrics_after(from_->state.step);
-    }
-    if (!plan_.restart_in.empty()) {
-      folder_->clear_metrics();
-      folder_->log().info(
-          "restarting {} at step 0: it holds this run's config and no checkpoint (stopped before its first "
-          "one); log.txt continues, metrics.jsonl starts again",
-          folder_->path().string());
-    }
-    task_files_ = task_->run_files();
-    folder_->write_json(run_files::kConfig, config_json_);
-    for (const auto& [name, bytes] : task_files_) folder_->write_file(name, bytes);
-  }
-
-  TrainOutput& output() { return folder_ ? static_cast<TrainOutput&>(*folder_) : worker_output_; }
-
-  void build() {
-    spdlog::logger& log = output().log();
+  Built build(const Start& start, OpenedTask& opened, RankOutput& output) {
+    Task& task = *opened.task;
+    Built built;
     torch::manual_seed(static_cast<uint64_t>(config_.seed));
-    model_ = Transformer(config_.model);
-    model_->to(device_);
-    if (folder_) {
-      log.info("run folder {}: {} parameters; {}; device {}, {} ({})", folder_->path().string(),
-               count_parameters(*model_), task_->describe(), device_.str(), threads_.split.describe(),
-               threads_.why);
-    }
-    log_cost_plan(log, cost_, peak_);
+    built.model = Transformer(config_.model);
+    built.model->to(device_);
+    output.run_log().info("run folder {}: {} parameters; {}; device {}, {} ({})", output.run_dir(),
+                          count_parameters(*built.model), task.describe(), device_.str(),
+                          start.threads.split.describe(), start.threads.why);
+    log_cost_plan(output.log(), opened.cost, output.peak());
 
-    shard_.emplace(task_->training_batches(), ranks_.rank(), ranks_.world_size());
+    built.shard =
+        std::make_unique<ShardedBatches>(task.training_batches(), ranks_.rank(), ranks_.world_size());
     BatchSource& batches =
-        ranks_.distributed() ? static_cast<BatchSource&>(*shard_) : task_->training_batches();
-    trainer_.emplace(config_, model_, batches, output(), device_);
-    const std::optional<std::string> recorded_kernel = from_ ? from_->state.optimizer_kernel : std::nullopt;
+        ranks_.distributed() ? static_cast<BatchSource&>(*built.shard) : task.training_batches();
+    built.trainer = std::make_unique<Trainer>(config_, built.model, batches, output, device_);
+    const std::optional<std::string> recorded_kernel =
+        start.from ? start.from->state.optimizer_kernel : std::nullopt;
     const OptimizerKernel kernel =
-        kernel_for_run(config_.train.optimizer.kernel, from_.has_value(), recorded_kernel, device_);
-    set_adamw_kernel(trainer_->optimizer(), kernel);
-    if (ranks_.leader() && recorded_kernel && *recorded_kernel != to_string(kernel)) {
-      log.warn(
+        kernel_for_run(config_.train.optimizer.kernel, start.from.has_value(), recorded_kernel, device_);
+    set_adamw_kernel(built.trainer->optimizer(), kernel);
+    if (recorded_kernel && *recorded_kernel != to_string(kernel)) {
+      output.run_log().warn(
           "the checkpoint was trained with the {} AdamW kernel and continues with the {} one: the steps "
           "agree to float32 rounding, no longer bit for bit (train.optimizer.kernel, docs/config.md)",
           *recorded_kernel, to_string(kernel));
     }
-    trainer_->set_flops(static_cast<double>(cost_.flops.training_causal), peak_.flops);
-    trainer_->set_data_parallel(ranks_.parallel());
-    if (!request_.inject_fault.empty()) fault_ = FaultInjection::parse(request_.inject_fault);
-    trainer_->set_fault(fault_);
-    if (!folder_) return;
-    CheckpointerOptions checkpointing{config_.train.checkpoint_every, config_.train.keep_checkpoints};
-    if (fault_.kind == FaultInjection::Kind::kSave) {
-      checkpointing.during_write = [fault = fault_](const fs::path& dir, int64_t step) {
-        apply_save_fault(fault, dir, step);
-      };
-    }
-    checkpointer_.emplace(folder_->path() / run_files::kCheckpoints, checkpointing, *model_,
-                          trainer_->optimizer(), config_json_, log, from_ ? from_->dir : fs::path());
-    checkpointer_->set_extra_files(task_files_);
+    built.trainer->set_flops(static_cast<double>(opened.cost.flops.training_causal), output.peak().flops);
+    built.trainer->set_data_parallel(ranks_.parallel());
+    if (!request_.inject_fault.empty()) built.fault = FaultInjection::parse(request_.inject_fault);
+    built.trainer->set_fault(built.fault);
+    return built;
   }
 
   // From the checkpoint (weights, optimizer, data position, spike history, RNG) or from step 0; every rank
   // then holds the leader's weights.
-  void restore_or_initialise() {
-    spdlog::logger& log = output().log();
-    if (from_) {
-      load_model_weights(from_->dir, *model_);
-      load_optimizer_state(from_->dir, *model_, trainer_->optimizer());
+  Resumed restore_or_initialise(const Start& start, OpenedTask& opened, Built& built, RankOutput& output) {
+    spdlog::logger& log = output.log();
+    Task& task = *opened.task;
+    Resumed resumed;
+    if (start.from) {
+      const CheckpointInfo& from = *start.from;
+      load_model_weights(from.dir, *built.model);
+      load_optimizer_state(from.dir, *built.model, built.trainer->optimizer());
       // An import without data starts its data from the beginning, and measures its initial loss on it.
-      const bool awaiting = awaits_data(from_->state);
-      if (!awaiting) task_->training_batches().restore(from_->state.data);
-      trainer_->spike_detector().restore(from_->state.spike_detector);
-      start_ = {from_->state.step, from_->state.tokens_seen, from_->state.skipped_steps,
-                from_->state.consecutive_skips};
-      initial_loss_ = awaiting ? task_->initial_loss(model_) : from_->state.initial_loss;
-      restore_global_rng(from_->state.rng, device_);  // last: nothing after it may draw random numbers
-      log.info("resuming from {} (step {} of {})", from_->dir.string(), start_.step, steps_);
-      if (ranks_.leader()) log_world_change(log, *from_, ranks_.world_size());
+      const bool awaiting = awaits_data(from.state);
+      if (!awaiting) task.training_batches().restore(from.state.data);
+      built.trainer->spike_detector().restore(from.state.spike_detector);
+      resumed.progress = {from.state.step, from.state.tokens_seen, from.state.skipped_steps,
+                          from.state.consecutive_skips};
+      resumed.initial_loss = awaiting ? task.initial_loss(built.model) : from.state.initial_loss;
+      restore_global_rng(from.state.rng, device_);  // last: nothing after it may draw random numbers
+      log.info("resuming from {} (step {} of {})", from.dir.string(), resumed.progress.step, steps_);
+      log_world_change(output.run_log(), from, ranks_.world_size());
     } else {
-      initial_loss_ = task_->initial_loss(model_);
+      resumed.initial_loss = task.initial_loss(built.model);
       if (request_.start.resume == "auto") log.info("no checkpoint to resume: starting at step 0");
     }
-    if (!ranks_.distributed() || start_.step >= steps_) return;
-    std::vector<at::Tensor> tensors = model_->parameters();
-    for (const at::Tensor& b : model_->buffers()) tensors.push_back(b);
+    if (!ranks_.distributed() || resumed.progress.step >= steps_) return resumed;
+    std::vector<at::Tensor> tensors = built.model->parameters();
+    for (const at::Tensor& b : built.model->buffers()) tensors.push_back(b);
     ranks_.parallel()->broadcast_and_verify(tensors, "model weights");
     ranks_.parallel()->take_seconds();  // set-up, not the first step's all-reduce
     log.info(
@@ -287,114 +231,75 @@ class TrainJob {
         "(dist.bucket_mb {}) all-reduced as backward completes them",
         ranks_.rank(), ranks_.world_size(), ranks_.backend(), config_.train.batch_size / ranks_.world_size(),
         config_.train.batch_size, ranks_.parallel()->bucket_count(), config_.dist.bucket_mb);
+    return resumed;
   }
 
-  TrainingState training_state(const TrainProgress& progress) {
+  TrainingState training_state(const TrainProgress& progress, const Start& start, Task& task,
+                               Trainer& trainer, const Resumed& resumed) const {
     TrainingState state;
     state.step = progress.step;
     state.tokens_seen = progress.tokens_seen;
     state.skipped_steps = progress.skipped_steps;
     state.consecutive_skips = progress.consecutive_skips;
-    state.initial_loss = initial_loss_;
-    state.data = task_->training_batches().state();
-    state.data_identity = task_->identity();
+    state.initial_loss = resumed.initial_loss;
+    state.data = task.training_batches().state();
+    state.data_identity = task.identity();
     state.rng = capture_global_rng(device_);
-    state.spike_detector = trainer_->spike_detector().state();
+    state.spike_detector = trainer.spike_detector().state();
     state.world_size = ranks_.world_size();
-    state.threads = threads_.split;
-    state.optimizer_kernel = to_string(adamw_kernel(trainer_->optimizer()));
+    state.threads = start.threads.split;
+    state.optimizer_kernel = to_string(adamw_kernel(trainer.optimizer()));
     return state;
   }
 
-  // A checkpoint after every step the checkpointer asks for; a signal or --stop-at-step ends the loop
-  // after its step (on every rank together), and a non-finite step leaves a forensics bundle.
-  void train() {
+  // A checkpoint after every step the leader's checkpointer asks for; a signal or --stop-at-step ends the
+  // loop after its step (on every rank together), and a non-finite step leaves a forensics bundle.
+  Trained train(const Start& start, OpenedTask& opened, Built& built, const Resumed& resumed,
+                RankOutput& output) {
     InterruptGuard interrupts;
+    Trainer& trainer = *built.trainer;
+    const std::unique_ptr<RankLoop> loop =
+        output.loop(built.model, trainer.optimizer(), start.from, built.fault, start.threads.split);
+    Trained trained;
     TrainHooks hooks;
-    if (ranks_.leader())
-      hooks.evaluate = [&](Transformer& m, int64_t) { return task_->evaluate_validation(m); };
+    loop->add_hooks(hooks);
     hooks.after_step = [&](const TrainProgress& p) {
-      signal_ = interrupts.pending();
-      if (ranks_.distributed()) signal_ = static_cast<int>(ranks_.parallel()->max_over_ranks(signal_));
-      stopped_ = p.step == request_.stop_at_step;
-      // metrics.jsonl or log.txt could not be written (full disk, I/O error): a last checkpoint, then stop.
-      const bool write_failed = folder_ && !folder_->write_failure().empty();
-      if (checkpointer_) {
-        try {
-          checkpointer_->save(
-              p.step, p.step == steps_, [&] { return training_state(p); },
-              signal_ || stopped_ || write_failed);
-        } catch (const CheckpointError& e) {
-          if (write_failed) folder_->throw_write_failure(p.step, std::string("no checkpoint: ") + e.what());
-          throw;
-        }
-      }
-      return !signal_ && !stopped_ && !write_failed;
+      trained.signal = interrupts.pending();
+      if (ranks_.distributed())
+        trained.signal = static_cast<int>(ranks_.parallel()->max_over_ranks(trained.signal));
+      trained.stopped = p.step == request_.stop_at_step;
+      const bool stop = trained.signal || trained.stopped;
+      const bool go_on =
+          loop->after_step(p, stop, [&] { return training_state(p, start, *opened.task, trainer, resumed); });
+      return go_on && !stop;
     };
-    if (ranks_.leader()) {
-      hooks.on_abort = [&](const AbortedStep& step) {
-        const ForensicsBundle bundle{step.step,
-                                     step.lr,
-                                     step.message,
-                                     *step.micro_batches,
-                                     step.rng_before,
-                                     fault_.kind == FaultInjection::Kind::kNone ? "" : fault_.describe(),
-                                     checkpointer_->last().string(),
-                                     config_json_,
-                                     threads_.split};
-        const fs::path dir = write_forensics(folder_->path(), bundle, *model_, trainer_->optimizer());
-        return "; forensics in " + dir.string() + " (replay: causal train --replay " + dir.string() + ")";
-      };
-    }
-    summary_ = trainer_->run(start_, hooks);
+    trained.summary = trainer.run(resumed.progress, hooks);
+    trained.checkpoint = loop->newest_checkpoint();
+    return trained;
   }
 
   // A stop by signal throws InterruptedRun; --stop-at-step returns with its checkpoint; a completed run is
   // evaluated on the held-out split and writes results.json (the leader's; other ranks return empty).
-  TrainOutcome finish() {
-    spdlog::logger& log = output().log();
-    const int64_t step = summary_.progress.step;
+  TrainOutcome finish(Built& built, const Resumed& resumed, const Trained& trained, RankOutput& output) {
+    const int64_t step = trained.summary.progress.step;
     TrainOutcome outcome;
-    outcome.checkpoint = checkpointer_ ? checkpointer_->last().string() : std::string();
-    if (folder_ && !folder_->write_failure().empty())
-      folder_->throw_write_failure(step, "checkpoint " + outcome.checkpoint);
-    if (signal_) {
-      const std::string name = signal_ == SIGINT ? "SIGINT" : "SIGTERM";
-      log.warn("{} received: stopped after step {}; checkpoint {}", name, step, outcome.checkpoint);
+    outcome.checkpoint = trained.checkpoint;
+    output.check_writes(step, "checkpoint " + outcome.checkpoint);
+    if (trained.signal) {
+      const std::string name = trained.signal == SIGINT ? "SIGINT" : "SIGTERM";
+      output.log().warn("{} received: stopped after step {}; checkpoint {}", name, step, outcome.checkpoint);
       throw InterruptedRun(name + ": stopped after step " + std::to_string(step) + ", checkpoint " +
                                outcome.checkpoint + "; run the same command to continue",
-                           128 + signal_);
+                           128 + trained.signal);
     }
-    if (folder_) outcome.run_dir = folder_->path().string();
-    if (stopped_) {
-      if (folder_)
-        log.info("stopped after step {} (--stop-at-step); checkpoint {}", step, outcome.checkpoint);
+    outcome.run_dir = output.run_dir();
+    if (trained.stopped) {
+      output.run_log().info("stopped after step {} (--stop-at-step); checkpoint {}", step,
+                            outcome.checkpoint);
       outcome.stopped_at_step = step;
       return outcome;
     }
-    if (!folder_) return TrainOutcome{};
-
-    const nlohmann::json evaluation = task_->evaluate(model_);
-    outcome.results = final_results(initial_loss_, evaluation, summary_, *folder_, outcome.checkpoint);
-    if (ranks_.distributed()) {
-      outcome.results["world_size"] = ranks_.world_size();
-      outcome.results["allreduce_seconds"] = summary_.allreduce_seconds;
-    }
-    nlohmann::json eval_row = evaluation;
-    eval_row["kind"] = "eval";
-    eval_row["step"] = step;
-    folder_->append_metrics(eval_row);
-    if (!folder_->write_failure().empty())
-      folder_->throw_write_failure(step, "checkpoint " + outcome.checkpoint);
-    folder_->write_json(run_files::kResults, outcome.results);
-    log.info(
-        "trained to step {} in {:.2f}s ({:.0f} tokens/s; health figures, spike scores and metrics rows took "
-        "{:.1f}% of it); results in {}",
-        step, summary_.seconds, summary_.tokens_per_s,
-        summary_.seconds > 0 ? 100.0 * summary_.diagnostics_seconds / summary_.seconds : 0.0,
-        (folder_->path() / run_files::kResults).string());
-    if (request_.print_table) std::cout << task_->results_table(outcome.results) << std::flush;
-    return outcome;
+    return output.complete(std::move(outcome), built.model, resumed.initial_loss, trained.summary, ranks_);
   }
 
   const RunConfig& config_;
@@ -405,28 +310,6 @@ class TrainJob {
   // A single process unless launched with RANK/WORLD_SIZE; then rank 0 alone picks and writes the run
   // folder, and the other ranks start from the checkpoint it chose.
   RankContext ranks_;
-
-  StartPlan plan_;
-  std::unique_ptr<RunFolder> folder_;  // the leader's
-  std::optional<CheckpointInfo> from_;
-  ThreadChoice threads_;
-  std::unique_ptr<Task> task_;
-  InspectReport cost_;
-  MatmulPeak peak_;
-  std::map<std::string, std::string> task_files_;  // written into the folder and every checkpoint
-  WorkerOutput worker_output_{ranks_.rank()};
-
-  Transformer model_{nullptr};
-  std::optional<ShardedBatches> shard_;
-  std::optional<Trainer> trainer_;
-  FaultInjection fault_;
-  std::optional<Checkpointer> checkpointer_;
-
-  TrainProgress start_;
-  double initial_loss_ = 0.0;
-  TrainSummary summary_;
-  int signal_ = 0;
-  bool stopped_ = false;
 };
 
 }  // namespace
