@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 
