@@ -17,6 +17,7 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 find_package(ZLIB REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
 # -O1 -g: fast enough to fuzz, and ASan's reports name lines.
 set(CAUSAL_FUZZ_COMPILE -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
@@ -83,7 +84,7 @@ foreach(name ${CAUSAL_FUZZ_HARNESSES})
   target_include_directories(fuzz_${name} PRIVATE ${src} ${CMAKE_SOURCE_DIR}/tests/fuzz)
   target_compile_options(fuzz_${name} PRIVATE ${CAUSAL_FUZZ_COMPILE})
   target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(fuzz_${name} PRIVATE nlohmann_json::nlohmann_json spdlog::spdlog)
+  target_link_libraries(fuzz_${name} PRIVATE nlohmann_json::nlohmann_json spdlog::spdlog OpenSSL::Crypto)
   if(needs_sentencepiece)
     target_link_libraries(fuzz_${name} PRIVATE PkgConfig::SENTENCEPIECE PkgConfig::PCRE2 ZLIB::ZLIB)
   endif()

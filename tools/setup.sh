@@ -29,7 +29,7 @@ fi
 # Packages the product needs; tools/test adds the test-only ones. Debian's libtorch-dev (1.13.1) is the
 # LibTorch only when CAUSAL_LIBTORCH=debian; the default is the one inside PyPI's torch wheel (below).
 causal_packages=(g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libspdlog-dev libgloo-dev catch2
-  libsentencepiece-dev libpcre2-dev zlib1g-dev python3-pip)
+  libsentencepiece-dev libpcre2-dev zlib1g-dev libssl-dev python3-pip)
 causal_debian_torch_packages=(libtorch-dev libopenblas0-pthread)
 
 # The pinned LibTorch: PyPI's torch wheel of this version, built for CUDA 13 (its libraries need the CUDA
