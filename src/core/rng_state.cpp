@@ -56,7 +56,7 @@ GeneratorSnapshot GeneratorSnapshot::capture(const c10::Device& device) {
 }
 
 void GeneratorSnapshot::restore() const {
-  set_from(at::detail::getDefaultCPUGenerator(), *cpu_);
+  set_from(at::detail::getDefaultCPUGenerator(), cpu_);
   if (device_) set_from(at::globalContext().defaultGenerator(device_kind_), *device_);
 }
 

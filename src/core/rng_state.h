@@ -26,7 +26,7 @@ class GeneratorSnapshot {
   static GeneratorSnapshot capture(const c10::Device& device);
   // Sets the live generators to the captured states.
   void restore() const;
-  const at::Generator& cpu() const { return *cpu_; }
+  const at::Generator& cpu() const { return cpu_; }
   // The accelerator's generator; nullopt on the CPU.
   const std::optional<at::Generator>& device() const { return device_; }
   const c10::Device& device_kind() const { return device_kind_; }
@@ -34,7 +34,7 @@ class GeneratorSnapshot {
  private:
   GeneratorSnapshot(at::Generator cpu, std::optional<at::Generator> device, c10::Device kind)
       : cpu_(std::move(cpu)), device_(std::move(device)), device_kind_(kind) {}
-  std::optional<at::Generator> cpu_;
+  at::Generator cpu_;
   std::optional<at::Generator> device_;
   c10::Device device_kind_;
 };
