@@ -74,7 +74,6 @@ struct AttentionMask::Forms {
     torch::Tensor value;
   };
   torch::Tensor allowed, repaired, has_key;  // has_key in bool; undefined when every row has a key
-  bool repaired_built = false;
   Typed has_key_typed, bias;
 };
 
@@ -104,7 +103,7 @@ at::Tensor AttentionMask::allowed() const {
 
 at::Tensor AttentionMask::repaired() const {
   Forms& f = *forms_;
-  if (!f.repaired_built) {
+  if (!f.repaired.defined()) {
     f.repaired = allowed();
     // Without key padding every query may read its own key: no row is left without one.
     if (parts_.key_valid.defined()) {
@@ -112,7 +111,6 @@ at::Tensor AttentionMask::repaired() const {
       f.repaired = f.repaired | has_key.logical_not();
       f.has_key = has_key;
     }
-    f.repaired_built = true;
   }
   return f.repaired;
 }

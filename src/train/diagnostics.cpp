@@ -82,6 +82,14 @@ std::string first_nonfinite_gradient(torch::nn::Module& model) {
   return "";
 }
 
+std::string first_nonfinite_activation(const SublayerTrace& trace) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [site, output] : trace.outputs()) {
+    if (!finite(output)) return site.name();
+  }
+  return "";
+}
+
 double peak_rss_mib() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "train/forward_observers.h"
+
 namespace causal {
 
 // Parameters grouped by layer: "embed" (input and position embeddings), "blocks.<i>" and "head" (final norm
@@ -32,6 +34,8 @@ std::vector<double> update_ratios(torch::nn::Module& model,
 std::string first_nonfinite_parameter(torch::nn::Module& model);
 // Name of the first parameter whose gradient holds a non-finite value, or "".
 std::string first_nonfinite_gradient(torch::nn::Module& model);
+// Name of the first traced sub-layer output holding a non-finite value, or "".
+std::string first_nonfinite_activation(const SublayerTrace& trace);
 
 // Peak resident set size of this process so far, in MiB (getrusage).
 double peak_rss_mib();

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "train/forward_observers.h"
 
 namespace causal {
 namespace fs = std::filesystem;
@@ -90,13 +91,7 @@ void poison_parameter(torch::nn::Module& model, const std::string& name, bool gr
 }
 
 ActivationFault::ActivationFault(const std::string& name, int64_t n_layers, const std::string& spec) {
-  std::vector<HookSite> sites = {
-      {HookPoint::kEmbed, -1}, {HookPoint::kFinalNorm, -1}, {HookPoint::kLogits, -1}};
-  for (int64_t i = 0; i < n_layers; ++i) {
-    sites.push_back({HookPoint::kAttention, i});
-    sites.push_back({HookPoint::kFeedForward, i});
-  }
-  for (const HookSite& site : sites) {
+  for (const HookSite& site : traced_sites(n_layers)) {
     if (site.name() != name) continue;
     site_ = site;
     return;

@@ -10,17 +10,20 @@ bool is_traced_point(HookPoint point) {
          point == HookPoint::kFinalNorm || point == HookPoint::kLogits;
 }
 
+std::vector<HookSite> traced_sites(int64_t n_layers) {
+  std::vector<HookSite> sites = {{HookPoint::kEmbed, -1}};
+  for (int64_t i = 0; i < n_layers; ++i) {
+    sites.push_back({HookPoint::kAttention, i});
+    sites.push_back({HookPoint::kFeedForward, i});
+  }
+  sites.push_back({HookPoint::kFinalNorm, -1});
+  sites.push_back({HookPoint::kLogits, -1});
+  return sites;
+}
+
 at::Tensor SublayerTrace::observe(const HookSite& site, const at::Tensor& value) {
   outputs_.emplace_back(site, value);
   return value;
-}
-
-std::string SublayerTrace::first_nonfinite() const {
-  torch::NoGradGuard no_grad;
-  for (const auto& [site, output] : outputs_) {
-    if (!torch::isfinite(output).all().item<bool>()) return site.name();
-  }
-  return "";
 }
 
 void ResidualStream::arm(bool armed) {

@@ -5,7 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include <string>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -14,16 +14,17 @@
 namespace causal {
 
 // The sub-layers activation faults and the trace name: embed, blocks.<i>.attn, blocks.<i>.ffn, final_norm
-// and logits, in forward order.
+// and logits.
 bool is_traced_point(HookPoint point);
+// Those sub-layers of a model with n_layers blocks, in forward order.
+std::vector<HookSite> traced_sites(int64_t n_layers);
 
 // Every traced sub-layer output of one forward, in forward order.
 class SublayerTrace : public ForwardObserver {
  public:
   bool watches(HookPoint point) const override { return is_traced_point(point); }
   at::Tensor observe(const HookSite& site, const at::Tensor& value) override;
-  // The name of the first output holding a non-finite value, or "".
-  std::string first_nonfinite() const;
+  const std::vector<std::pair<HookSite, at::Tensor>>& outputs() const { return outputs_; }
 
  private:
   std::vector<std::pair<HookSite, at::Tensor>> outputs_;

@@ -41,7 +41,7 @@ std::string replay_first_nonfinite_activation(Transformer& model, const std::vec
   {
     const ForwardHooks::Registration watching(model->hooks(), trace);
     model->forward(model_inputs(micro_batches[failed]));
-    where = trace.first_nonfinite();
+    where = first_nonfinite_activation(trace);
   }
   after.restore();
   return where;
