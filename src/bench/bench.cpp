@@ -52,6 +52,7 @@ nlohmann::json BenchResult::to_json() const {
                      {"matmul_peak_gflops", matmul_peak_gflops},
                      {"mfu", mfu},
                      {"peak_rss_mib", peak_rss_mib},
+                     {"peak_device_mib", peak_device_mib},
                      {"threads", threads}};
   if (kernels.steps > 0) out["kernels"] = kernels.to_json(kKernelsShown);
   return out;
@@ -84,7 +85,8 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
     for (int64_t i = 0; i < config.train.grad_accum; ++i)
       micro_batches.push_back(task->training_batches().next().to(device));
     PhaseTimes phases{device};
-    t.tokens = accumulate_gradients(model, micro_batches, /*collect_diagnostics=*/false, nullptr, &phases)
+    t.tokens = accumulate_gradients(model, micro_batches, config.train, /*collect_diagnostics=*/false,
+                                    nullptr, &phases)
                    .input_tokens;
     t.forward = phases.forward_ms;
     t.backward = phases.backward_ms;
@@ -127,6 +129,7 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
   result.achieved_gflops = result.tokens_per_s * static_cast<double>(cost.flops.training_causal) / 1e9;
   result.mfu = result.matmul_peak_gflops > 0 ? result.achieved_gflops / result.matmul_peak_gflops : 0.0;
   result.peak_rss_mib = peak_rss_mib();
+  result.peak_device_mib = peak_device_memory_mib(device);
   return result;
 }
 
@@ -136,11 +139,13 @@ std::string format_bench(const BenchResult& r, const RunConfig& config) {
       "  ms/step        {:10.2f}   (forward {:.2f}, backward {:.2f}, optimizer {:.2f})\n"
       "  tokens/s       {:10.0f}   (input positions, padding included)\n"
       "  GFLOP/s        {:10.2f}   of a measured matmul peak of {:.2f}: MFU {:.3f}\n"
-      "  peak RSS       {:10.1f} MiB\n",
+      "  peak RSS       {:10.1f} MiB\n{}",
       config.name, config.model.n_layers, config.model.d_model, config.train.batch_size,
       config.train.grad_accum, r.thread_choice.split.describe(), r.thread_choice.why, r.ms_per_step,
       r.forward_ms, r.backward_ms, r.optimizer_ms, r.tokens_per_s, r.achieved_gflops, r.matmul_peak_gflops,
-      r.mfu, r.peak_rss_mib);
+      r.mfu, r.peak_rss_mib,
+      r.peak_device_mib > 0 ? fmt::format("  peak device    {:10.1f} MiB allocated\n", r.peak_device_mib)
+                            : "");
   return r.kernels.steps > 0 ? text + r.kernels.format(kKernelsShown) : text;
 }
 

@@ -31,6 +31,7 @@ struct BenchResult {
   double matmul_peak_gflops = 0.0;
   double mfu = 0.0;
   double peak_rss_mib = 0.0;
+  double peak_device_mib = 0.0;  // on a GPU: allocated device memory at its peak (0 on the CPU)
   int64_t threads = 0;         // the larger pool of the split: OpenBLAS's where LibTorch uses it, else ATen's
   ThreadChoice thread_choice;  // not in the JSON: its keys are the figures above
   KernelProfile kernels;       // BenchOptions::kernel_steps > 0 only; in the JSON as "kernels" then

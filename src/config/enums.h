@@ -21,6 +21,7 @@ enum class TextLayout { kPacked, kPadded };
 enum class ScheduleKind { kConstant, kLinear, kCosine, kWsd };
 enum class NonfiniteAction { kAbort, kSkip };
 enum class OptimizerKernel { kAuto, kFused, kSeparate };
+enum class LossKernel { kAuto, kLogits, kChunked };
 
 template <class E>
 using EnumTable = std::vector<std::pair<E, const char*>>;
@@ -48,6 +49,8 @@ CAUSAL_ENUM_TABLE(AttentionKind, {AttentionKind::kReference, "reference"}, {Atte
                   {AttentionKind::kFlash, "flash"}, {AttentionKind::kQueryBlocks, "query_blocks"})
 CAUSAL_ENUM_TABLE(OptimizerKernel, {OptimizerKernel::kAuto, "auto"}, {OptimizerKernel::kFused, "fused"},
                   {OptimizerKernel::kSeparate, "separate"})
+CAUSAL_ENUM_TABLE(LossKernel, {LossKernel::kAuto, "auto"}, {LossKernel::kLogits, "logits"},
+                  {LossKernel::kChunked, "chunked"})
 CAUSAL_ENUM_TABLE(AutocastKind, {AutocastKind::kOff, "off"}, {AutocastKind::kBf16, "bf16"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},

@@ -64,6 +64,11 @@ struct TrainConfig {
   int64_t diag_every = 50;            // steps between per-layer grad norms and update/weight ratios
   int64_t spike_window = 100;         // steps in the rolling mean/std of loss and grad norm
   double spike_threshold = 6.0;       // z-score above which a step is flagged as a spike
+  // "auto": "chunked" when a micro-batch's float32 logits would pass 256 MiB, else "logits" | "logits": the
+  // whole (rows, V) logits, then the loss | "chunked": the head's product and the loss a chunk of rows at a
+  // time, gradients made with them (docs/model.md#chunked-loss)
+  LossKernel loss_kernel = LossKernel::kAuto;
+  int64_t loss_chunk_rows = 0;  // rows per chunk; 0 = as many as keep a chunk's float32 logits in 256 MiB
 
   template <class V>
   void visit_fields(V& v) {
@@ -83,6 +88,8 @@ struct TrainConfig {
     v.field("diag_every", diag_every);
     v.field("spike_window", spike_window);
     v.field("spike_threshold", spike_threshold);
+    v.field("loss_kernel", loss_kernel);
+    v.field("loss_chunk_rows", loss_chunk_rows);
   }
 };
 

@@ -337,6 +337,7 @@ void validate_train(const TrainConfig& t, const Checker& check) {
   // A z-score needs a few samples before it means anything.
   check.at_least("train.spike_window", t.spike_window, 8);
   check.positive("train.spike_threshold", t.spike_threshold);
+  check.at_least("train.loss_chunk_rows", t.loss_chunk_rows, 0, " (0 = rows that fit 256 MiB of logits)");
 }
 
 }  // namespace

@@ -18,6 +18,10 @@
 
 #include "core/errors.h"
 
+#ifdef CAUSAL_CUDA_VERSION
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 namespace causal {
 
 namespace {
@@ -160,6 +164,19 @@ c10::Device resolve_device(const std::string& device) {
 
 void synchronize(const c10::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize();
+}
+
+double peak_device_memory_mib(const c10::Device& device) {
+#ifdef CAUSAL_CUDA_VERSION
+  if (device.is_cuda()) {
+    const auto stats =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
+    const auto aggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    return static_cast<double>(stats.allocated_bytes[aggregate].peak) / (1024.0 * 1024.0);
+  }
+#endif
+  (void)device;
+  return 0.0;
 }
 
 int64_t physical_memory_bytes() {

@@ -63,6 +63,10 @@ c10::Device resolve_device(const std::string& device);
 // Waits for the device's queued work (CUDA); nothing to wait for on the CPU.
 void synchronize(const c10::Device& device);
 
+// The most device memory the caching allocator has had allocated in this process, in MiB
+// (torch.cuda.max_memory_allocated's figure); 0 for the CPU and in a build without CUDA.
+double peak_device_memory_mib(const c10::Device& device);
+
 // Memory this process can use: physical RAM (sysconf), or the cgroup v2 limit when that is lower
 // (containers). 0 when neither can be read.
 int64_t physical_memory_bytes();

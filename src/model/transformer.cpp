@@ -116,16 +116,14 @@ AttentionMask TransformerImpl::attention_mask(MaskParts parts, bool cached) {
   return mask;
 }
 
-ModelOutput TransformerImpl::forward(const ModelInputs& inputs, KVCache* cache) {
+torch::Tensor TransformerImpl::final_hidden(const ModelInputs& inputs, KVCache* cache) {
   const torch::Tensor tokens = checked_tokens(inputs, cache);  // (B,T,F)
   const int64_t batch = tokens.size(0);
   const int64_t time = tokens.size(1);
   const int64_t cache_len = cache != nullptr ? cache->length() : 0;
 
   // Only the forward runs under autocast: backward follows the casts autograd recorded.
-  const c10::ScalarType parameter_dtype = fields_[0]->weight.scalar_type();
-  const c10::optional<c10::ScalarType> autocast = autocast_dtype(config_.autocast);
-  const AutocastScope autocast_scope(fields_[0]->weight.device().type(), autocast);
+  const AutocastScope autocast_scope(fields_[0]->weight.device().type(), autocast_dtype(config_.autocast));
 
   const auto index_options = torch::TensorOptions().dtype(torch::kLong).device(tokens.device());
   // Causal order: the token's place in the cached sequence, never its RoPE position.
@@ -167,16 +165,29 @@ ModelOutput TransformerImpl::forward(const ModelInputs& inputs, KVCache* cache) 
   }
   if (cache != nullptr) cache->commit(time, key_valid, key_segment);
 
-  x = hooks_.at(HookPoint::kFinalNorm, -1, final_norm_(x));  // (B,T,D)
-  ModelOutput output;
-  output.logits = config_.tie_embeddings ? head_product(x, fields_[0]->weight, torch::Tensor())
-                                         : head_product(x, head_->weight, head_->bias);  // (B,T,V)
+  return hooks_.at(HookPoint::kFinalNorm, -1, final_norm_(x));  // (B,T,D)
+}
+
+torch::Tensor TransformerImpl::head_weight() const {
+  return config_.tie_embeddings ? fields_[0]->weight : head_->weight;
+}
+
+torch::Tensor TransformerImpl::head_bias() const {
+  return config_.tie_embeddings ? torch::Tensor() : head_->bias;
+}
+
+torch::Tensor TransformerImpl::logits(const torch::Tensor& hidden) {
+  const c10::ScalarType parameter_dtype = fields_[0]->weight.scalar_type();
+  const AutocastScope autocast_scope(fields_[0]->weight.device().type(), autocast_dtype(config_.autocast));
+  torch::Tensor logits = head_product(hidden, head_weight(), head_bias());  // (B,T,V)
   // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in,
   // and contiguous (a GPU's padded head leaves a view).
-  if (output.logits.scalar_type() != parameter_dtype) output.logits = output.logits.to(parameter_dtype);
-  output.logits = output.logits.contiguous();
-  output.logits = hooks_.at(HookPoint::kLogits, -1, output.logits);
-  return output;
+  if (logits.scalar_type() != parameter_dtype) logits = logits.to(parameter_dtype);
+  return hooks_.at(HookPoint::kLogits, -1, logits.contiguous());
+}
+
+ModelOutput TransformerImpl::forward(const ModelInputs& inputs, KVCache* cache) {
+  return ModelOutput{logits(final_hidden(inputs, cache))};
 }
 
 }  // namespace causal

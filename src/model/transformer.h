@@ -41,6 +41,14 @@ class TransformerImpl : public torch::nn::Module {
   // With a cache (incremental decoding), the new tokens are appended to it and their queries see every
   // cached key plus the causal part of the new ones.
   ModelOutput forward(const ModelInputs& inputs, KVCache* cache = nullptr);
+  // forward() in two halves: the final-normed hidden state (B,T,D), the head's input, after the final_norm
+  // hook; then the logits of a hidden state, after the logits hook. A loss that needs no logits of its own
+  // (head_loss.h) takes the hidden state and the head's parameters instead.
+  torch::Tensor final_hidden(const ModelInputs& inputs, KVCache* cache = nullptr);
+  torch::Tensor logits(const torch::Tensor& hidden);
+  // The output head's weight (V,D), the input embedding's when tied, and its bias (V) or undefined.
+  torch::Tensor head_weight() const;
+  torch::Tensor head_bias() const;
   // Where observers register (forward_hooks.h); the forward calls them at its hook points.
   ForwardHooks& hooks() { return hooks_; }
   const ModelConfig& config() const { return config_; }

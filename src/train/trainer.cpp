@@ -50,7 +50,8 @@ std::string replay_first_nonfinite_activation(Transformer& model, const std::vec
 }  // namespace
 
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
-                                   bool collect_diagnostics, DataParallel* parallel, PhaseTimes* phases) {
+                                   const TrainConfig& train, bool collect_diagnostics, DataParallel* parallel,
+                                   PhaseTimes* phases) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point phase_start = Clock::now();
   // Ends the current phase into `total` (when timed) and starts the next.
@@ -82,8 +83,8 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
     const bool diagnose = collect_diagnostics && i + 1 == micro_batches.size();
     residuals.arm(diagnose);
     if (phases != nullptr) phase_start = Clock::now();
-    const ModelOutput result = model->forward(model_inputs(micro_batches[i]));
-    at::Tensor loss = loss_sum(result.logits, micro_batches[i].labels) / denominator;
+    const TrainingLoss result = training_loss_sum(model, micro_batches[i], train, diagnose);
+    at::Tensor loss = result.sum / denominator;
     end_phase(&PhaseTimes::forward_ms);
     if (parallel != nullptr && i + 1 == micro_batches.size()) parallel->before_last_backward();
     loss.backward();
@@ -93,7 +94,7 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
     if (diagnose) {
       ScopedTimer timer(out.diagnostics_seconds);
       torch::NoGradGuard no_grad;
-      out.max_abs_logit = result.logits.abs().max().item<double>();
+      out.max_abs_logit = result.max_abs_logit.item<double>();
       out.act_rms = residuals.rms();
       residuals.arm(false);
     }
@@ -172,7 +173,7 @@ StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_bat
       activation.emplace(fault.name, model->config().n_layers, fault.describe());
       poisoning.emplace(model->hooks(), *activation);
     }
-    out.grads = accumulate_gradients(model, micro_batches, log_row, parallel);
+    out.grads = accumulate_gradients(model, micro_batches, train, log_row, parallel);
   }
   const bool poison_gradient = inject && fault.kind == FaultInjection::Kind::kGradient;
   if (poison_gradient) poison_parameter(*model, fault.name, true);

@@ -46,13 +46,14 @@ struct PhaseTimes {
 };
 
 // Zeroes the gradients, then accumulates them over `micro_batches` (already on the model's device) with
-// one denominator: the valid-token count of the whole step, never a mean of per-micro-batch means.
+// one denominator: the valid-token count of the whole step, never a mean of per-micro-batch means. The loss
+// is computed as `train.loss_kernel` says.
 // With `parallel`, the denominator and the counts
 // are global (summed over ranks) and the loss is this rank's share of the global mean. With `phases`,
 // each phase is timed (and waits for the device).
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
-                                   bool collect_diagnostics, DataParallel* parallel = nullptr,
-                                   PhaseTimes* phases = nullptr);
+                                   const TrainConfig& train, bool collect_diagnostics,
+                                   DataParallel* parallel = nullptr, PhaseTimes* phases = nullptr);
 
 // Global L2 norm of all gradients, before any clipping; then scales them to at most `max_norm`
 // (max_norm <= 0: no clipping; a non-finite norm: left unscaled for diagnosis). Returns the pre-clip norm.

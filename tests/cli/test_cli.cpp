@@ -156,8 +156,9 @@ CATCH_TEST_CASE("bench --json prints exactly the documented figures", "[unit][cl
   std::sort(keys.begin(), keys.end());
   CATCH_CHECK(keys == std::vector<std::string>{"achieved_gflops", "backward_ms", "forward_ms",
                                                "matmul_peak_gflops", "mfu", "ms_per_step", "optimizer_ms",
-                                               "peak_rss_mib", "threads", "tokens_per_s"});
+                                               "peak_device_mib", "peak_rss_mib", "threads", "tokens_per_s"});
   CATCH_CHECK(j["tokens_per_s"].get<double>() > 0);
+  CATCH_CHECK(j["peak_device_mib"].get<double>() == 0.0);  // the CPU has no device allocator
   for (const char* phase : {"ms_per_step", "forward_ms", "backward_ms", "optimizer_ms"}) {
     CATCH_INFO(phase);
     CATCH_CHECK(j[phase].get<double>() > 0);

@@ -162,7 +162,7 @@ CATCH_TEST_CASE("diagnostics: per-layer gradient norms combine in quadrature to 
     Batch b;
     b.tokens = torch::randint(8, {4, 5, 2}, torch::kLong);
     b.labels = torch::randint(8, {4, 5}, torch::kLong);
-    accumulate_gradients(model, {b}, false);
+    accumulate_gradients(model, {b}, TrainConfig{}, false);
     const LayerValues layers = gradient_norms_by_layer(*model, config.model.n_layers);
     double squares = layers.embed * layers.embed + layers.head * layers.head;
     for (double n : layers.blocks) squares += n * n;

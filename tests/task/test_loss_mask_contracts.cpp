@@ -70,7 +70,7 @@ struct Step {
 
 Step step(Transformer& model, const Batch& batch) {
   Step s;
-  s.result = accumulate_gradients(model, {batch}, /*collect_diagnostics=*/false);
+  s.result = accumulate_gradients(model, {batch}, TrainConfig{}, /*collect_diagnostics=*/false);
   for (auto& p : model->parameters())
     s.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   return s;

@@ -94,10 +94,10 @@ CATCH_TEST_CASE("gradient accumulation equals one big batch", "[contract][train]
   torch::manual_seed(3);
   Transformer model(tiny_text_model());
   Batch a = random_batch(2, 8, 2), b = random_batch(3, 8, 7);
-  StepGradients big = accumulate_gradients(model, {concat(a, b)}, false);
+  StepGradients big = accumulate_gradients(model, {concat(a, b)}, TrainConfig{}, false);
   std::vector<torch::Tensor> big_grads;
   for (auto& p : model->parameters()) big_grads.push_back(p.grad().clone());
-  StepGradients accumulated = accumulate_gradients(model, {a, b}, false);
+  StepGradients accumulated = accumulate_gradients(model, {a, b}, TrainConfig{}, false);
   CATCH_CHECK(big.valid_tokens == 2 * 2 + 3 * 7);
   CATCH_CHECK(accumulated.valid_tokens == big.valid_tokens);
   // Both compute every row's logits, loss and gradient terms, grouped otherwise (tolerance.h (4)).
@@ -125,11 +125,85 @@ CATCH_TEST_CASE("gradient accumulation equals one big batch", "[contract][train]
   CATCH_CHECK(std::abs(mean_of_means - big.loss) > 1e-3);
 }
 
+// train.loss_kernel "chunked" (model/head_loss.h) against "logits": the same step, loss, max |logit| and
+// every gradient, with an untied head (its bias too) and with a tied one, over chunks that split rows of a
+// sequence, with ignored labels. "auto" keeps a batch this small on the logits path, bit for bit.
+CATCH_TEST_CASE("accumulate_gradients: the chunked loss takes the logits path's step", "[contract][train]") {
+  for (const bool tied : {false, true}) {
+    CATCH_INFO("tied " << tied);
+    ModelConfig m = tiny_text_model();
+    m.tie_embeddings = tied;
+    torch::manual_seed(6);
+    Transformer model(m);
+    const Batch a = random_batch(2, 8, 5), b = random_batch(3, 8, 8);
+    TrainConfig chunked, logits, automatic;
+    chunked.loss_kernel = LossKernel::kChunked;
+    chunked.loss_chunk_rows = 5;
+    logits.loss_kernel = LossKernel::kLogits;
+    const auto step = [&](const TrainConfig& train, std::vector<torch::Tensor>& grads) {
+      const StepGradients g = accumulate_gradients(model, {a, b}, train, /*collect_diagnostics=*/true);
+      grads.clear();
+      for (auto& p : model->parameters()) grads.push_back(p.grad().clone());
+      return g;
+    };
+    std::vector<torch::Tensor> chunked_grads, logits_grads, auto_grads;
+    const StepGradients c = step(chunked, chunked_grads);
+    const StepGradients l = step(logits, logits_grads);
+    const StepGradients x = step(automatic, auto_grads);
+    torch::Tensor all_logits;
+    {
+      torch::NoGradGuard no_grad;
+      all_logits = model->forward(model_inputs(concat(a, b))).logits;
+    }
+    const double logit_bound = testing::logits_bound(m, all_logits, 8, 8).max().item<double>();
+    CATCH_CHECK(testing::scalars_close(c.loss, l.loss,
+                                       testing::loss_bound(logit_bound, l.loss, l.valid_tokens), "loss"));
+    CATCH_CHECK(c.max_abs_logit == Approx(l.max_abs_logit).epsilon(1e-5));
+    for (size_t i = 0; i < logits_grads.size(); ++i) {
+      CATCH_CHECK(testing::within(chunked_grads[i], logits_grads[i],
+                                  testing::gradient_bound(m, logits_grads[i], 8, 8, 8, 5 * 8),
+                                  "parameter " + std::to_string(i)));
+      CATCH_CHECK(torch::equal(auto_grads[i], logits_grads[i]));
+    }
+    CATCH_CHECK(x.loss == l.loss);
+  }
+}
+
+namespace {
+
+// Doubles the logits it sees: a stand-in for a fault injected there.
+struct LogitsDoubler : ForwardObserver {
+  int calls = 0;
+  bool watches(HookPoint point) const override { return point == HookPoint::kLogits; }
+  at::Tensor observe(const HookSite&, const at::Tensor& value) override {
+    ++calls;
+    return value * 2;
+  }
+};
+
+}  // namespace
+
+CATCH_TEST_CASE("accumulate_gradients: an observer of the logits gets them under the chunked loss too",
+                "[contract][train]") {
+  torch::manual_seed(7);
+  Transformer model(tiny_text_model());
+  const Batch a = random_batch(2, 8, 8);
+  TrainConfig chunked;
+  chunked.loss_kernel = LossKernel::kChunked;
+  chunked.loss_chunk_rows = 4;
+  const double plain = accumulate_gradients(model, {a}, chunked, false).loss;
+  LogitsDoubler doubler;
+  const ForwardHooks::Registration watching(model->hooks(), doubler);
+  const double doubled = accumulate_gradients(model, {a}, chunked, false).loss;
+  CATCH_CHECK(doubler.calls == 1);
+  CATCH_CHECK(doubled != plain);
+}
+
 // A step whose labels are all ignored gives loss 0 and zero gradients, never NaN.
 CATCH_TEST_CASE("a step without valid tokens has zero loss and finite gradients", "[contract][train]") {
   torch::manual_seed(4);
   Transformer model(tiny_text_model());
-  StepGradients g = accumulate_gradients(model, {random_batch(2, 8, 0)}, true);
+  StepGradients g = accumulate_gradients(model, {random_batch(2, 8, 0)}, TrainConfig{}, true);
   CATCH_CHECK(g.valid_tokens == 0);
   CATCH_CHECK(g.loss == 0.0);
   for (auto& p : model->parameters()) {
@@ -142,7 +216,7 @@ CATCH_TEST_CASE("clip_gradients returns the pre-clip global norm and clips to ma
                 "[contract][train]") {
   torch::manual_seed(5);
   Transformer model(tiny_text_model());
-  accumulate_gradients(model, {random_batch(4, 8, 8)}, false);
+  accumulate_gradients(model, {random_batch(4, 8, 8)}, TrainConfig{}, false);
   double sum_sq = 0;
   for (auto& p : model->parameters()) sum_sq += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
   const double expected = std::sqrt(sum_sq);
@@ -218,7 +292,7 @@ CATCH_TEST_CASE(
       fault.emplace(poison, m.n_layers, "activation:" + poison + "@1");
       poisoning.emplace(model->hooks(), *fault);
     }
-    const StepGradients g = accumulate_gradients(model, {batch, batch}, false);
+    const StepGradients g = accumulate_gradients(model, {batch, batch}, TrainConfig{}, false);
     const at::Tensor after = at::detail::getDefaultCPUGenerator().get_state();
     return std::make_pair(g, after);
   };
