@@ -48,8 +48,7 @@ __device__ inline Running combine(const Running& p, const Running& q) {
   return Running{m, p.s * expf(p.m - m) + q.s * expf(q.m - m), a};
 }
 
-__device__ Running block_reduce(Running r) {
-  __shared__ Running warp_results[kWarps];
+__device__ Running warp_reduce(Running r) {
   for (int offset = 16; offset > 0; offset >>= 1) {
     Running other;
     other.m = __shfl_down_sync(0xffffffffu, r.m, offset);
@@ -57,18 +56,18 @@ __device__ Running block_reduce(Running r) {
     other.a = __shfl_down_sync(0xffffffffu, r.a, offset);
     r = combine(r, other);
   }
+  return r;
+}
+
+// Every thread's running figures combined, returned to every thread.
+__device__ Running block_reduce(Running r) {
+  __shared__ Running warp_results[kWarps];
+  r = warp_reduce(r);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) warp_results[warp] = r;
   __syncthreads();
   if (warp == 0) {
-    r = lane < kWarps ? warp_results[lane] : Running{-INFINITY, 0.0f, 0.0f};
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      Running other;
-      other.m = __shfl_down_sync(0xffffffffu, r.m, offset);
-      other.s = __shfl_down_sync(0xffffffffu, r.s, offset);
-      other.a = __shfl_down_sync(0xffffffffu, r.a, offset);
-      r = combine(r, other);
-    }
+    r = warp_reduce(lane < kWarps ? warp_results[lane] : Running{-INFINITY, 0.0f, 0.0f});
     if (lane == 0) warp_results[0] = r;
   }
   __syncthreads();
