@@ -7,13 +7,17 @@
 
 namespace causal {
 
+HeadParameters padded_head(const at::Tensor& weight, const at::Tensor& bias) {
+  const int64_t pad = (kHeadRowMultiple - weight.size(0) % kHeadRowMultiple) % kHeadRowMultiple;
+  if (!weight.is_cuda() || pad == 0) return {weight, bias};
+  return {at::constant_pad_nd(weight, {0, 0, 0, pad}),
+          bias.defined() ? at::constant_pad_nd(bias, {0, pad}) : bias};
+}
+
 at::Tensor head_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  const int64_t rows = weight.size(0);
-  const int64_t pad = (kHeadRowMultiple - rows % kHeadRowMultiple) % kHeadRowMultiple;
-  if (!weight.is_cuda() || pad == 0) return at::linear(x, weight, bias);
-  const at::Tensor padded_weight = at::constant_pad_nd(weight, {0, 0, 0, pad});
-  const at::Tensor padded_bias = bias.defined() ? at::constant_pad_nd(bias, {0, pad}) : bias;
-  return at::linear(x, padded_weight, padded_bias).narrow(-1, 0, rows);
+  const HeadParameters head = padded_head(weight, bias);
+  const at::Tensor logits = at::linear(x, head.weight, head.bias);
+  return head.weight.size(0) == weight.size(0) ? logits : logits.narrow(-1, 0, weight.size(0));
 }
 
 std::vector<at::Tensor> qkv_products(const at::Tensor& x, const std::vector<at::Tensor>& weights,

@@ -11,6 +11,14 @@ namespace causal {
 // Rows the output head's weight is padded to a multiple of on a GPU.
 inline constexpr int64_t kHeadRowMultiple = 64;
 
+// The output head's weight (V,D) and bias (V, or undefined) as a GPU's products take them: on a GPU with V
+// not a multiple of kHeadRowMultiple, padded with zero rows (zero entries) to the next multiple; elsewhere
+// as they are.
+struct HeadParameters {
+  at::Tensor weight, bias;
+};
+HeadParameters padded_head(const at::Tensor& weight, const at::Tensor& bias);
+
 // The output head: x (..., D) times weight (V, D)^T, plus bias (V) when defined -> (..., V). On a GPU with V
 // not a multiple of kHeadRowMultiple (GPT-2's 50257), cuBLAS has only unaligned kernels for these shapes,
 // which took 30 of an 82 ms GPT-2-124M step on an H200: there the product runs on the weight padded with

@@ -88,8 +88,7 @@ ChunkFigures chunk_figures_cuda(const at::Tensor& padded_logits, int64_t vocab, 
 ChunkFigures chunk_figures(const at::Tensor& padded_logits, int64_t vocab, const at::Tensor& labels,
                            const HeadLossOptions& options, bool gradient) {
 #ifdef CAUSAL_CUDA_KERNELS
-  if (padded_logits.is_cuda() && padded_logits.stride(1) == 1)
-    return chunk_figures_cuda(padded_logits, vocab, labels, options, gradient);
+  if (padded_logits.is_cuda()) return chunk_figures_cuda(padded_logits, vocab, labels, options, gradient);
 #endif
   return chunk_figures_aten(padded_logits, vocab, labels, options, gradient);
 }
@@ -107,14 +106,11 @@ struct ChunkedPass {
 ChunkedPass run_chunks(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                        const at::Tensor& labels, const HeadLossOptions& options, bool gradients) {
   const int64_t rows = hidden.size(0), vocab = weight.size(0);
-  const int64_t pad = weight.is_cuda() ? (kHeadRowMultiple - vocab % kHeadRowMultiple) % kHeadRowMultiple : 0;
   const at::Tensor h = hidden.to(options.products);
-  at::Tensor w = weight.to(options.products);
-  at::Tensor b = bias.defined() ? bias.to(options.products) : at::Tensor();
-  if (pad > 0) {  // aligned rows for cuBLAS, as head_product does (gpu_products.h)
-    w = at::constant_pad_nd(w, {0, 0, 0, pad});
-    if (b.defined()) b = at::constant_pad_nd(b, {0, pad});
-  }
+  // Aligned rows for cuBLAS on a GPU, as the logits path's head has (gpu_products.h).
+  const HeadParameters head =
+      padded_head(weight.to(options.products), bias.defined() ? bias.to(options.products) : at::Tensor());
+  const at::Tensor &w = head.weight, &b = head.bias;
   const auto float_options = hidden.options().dtype(at::kFloat);
   ChunkedPass out;
   out.sum = at::zeros({}, float_options);

@@ -87,6 +87,35 @@ void check_against_logits_path(const HeadInputs& inputs, bool bias, int64_t chun
   if (!bias) CATCH_CHECK(!chunked.bias.grad().defined());
 }
 
+// On `device`, in `products`: no row in the loss gives 0, never NaN, and zero gradients; a NaN in one row's
+// hidden state reaches the loss and max |logit|, as it would through the logits; so does one NaN column
+// among finite ones (a thread of the CUDA row kernel may see only it).
+void check_edge_cases(const c10::Device& device, c10::ScalarType products) {
+  CATCH_INFO("device " << device << ", products " << products);
+  HeadInputs none = copy_of(head_inputs(device));
+  none.labels = torch::full({37}, kIgnore, torch::TensorOptions().dtype(torch::kLong).device(device));
+  const HeadLoss empty =
+      chunked_head_loss(none.hidden, none.weight, none.bias, none.labels, options_for(8, products));
+  CATCH_CHECK(empty.sum.item<float>() == 0.0f);
+  empty.sum.backward();
+  CATCH_CHECK(none.hidden.grad().abs().max().item<float>() == 0.0f);
+  CATCH_CHECK(none.weight.grad().abs().max().item<float>() == 0.0f);
+
+  HeadInputs bad = copy_of(head_inputs(device)), column = copy_of(head_inputs(device));
+  {
+    torch::NoGradGuard no_grad;
+    bad.hidden[3][2] = std::numeric_limits<float>::quiet_NaN();
+    column.weight[7][0] = std::numeric_limits<float>::quiet_NaN();
+  }
+  const HeadLoss nan =
+      chunked_head_loss(bad.hidden, bad.weight, bad.bias, bad.labels, options_for(8, products));
+  CATCH_CHECK(std::isnan(nan.sum.item<float>()));
+  CATCH_CHECK(std::isnan(nan.max_abs_logit.item<float>()));
+  const HeadLoss nan_column =
+      chunked_head_loss(column.hidden, column.weight, column.bias, column.labels, options_for(8, products));
+  CATCH_CHECK(std::isnan(nan_column.sum.item<float>()));
+}
+
 }  // namespace
 
 CATCH_TEST_CASE(
@@ -118,26 +147,7 @@ CATCH_TEST_CASE("head loss: without gradients, rows all outside the loss, and a 
     CATCH_CHECK(torch::equal(without.max_abs_logit, with_grad.max_abs_logit.detach()));
   }
 
-  // No row in the loss: 0, never NaN, and zero gradients.
-  HeadInputs none = copy_of(inputs);
-  none.labels = torch::full({37}, kIgnore, torch::kLong);
-  const HeadLoss empty =
-      chunked_head_loss(none.hidden, none.weight, none.bias, none.labels, options_for(8, torch::kFloat));
-  CATCH_CHECK(empty.sum.item<float>() == 0.0f);
-  empty.sum.backward();
-  CATCH_CHECK(none.hidden.grad().abs().max().item<float>() == 0.0f);
-  CATCH_CHECK(none.weight.grad().abs().max().item<float>() == 0.0f);
-
-  // A NaN in one row's hidden state reaches the loss and max |logit|, as it would through the logits.
-  HeadInputs bad = copy_of(inputs);
-  {
-    torch::NoGradGuard no_grad;
-    bad.hidden[3][2] = std::numeric_limits<float>::quiet_NaN();
-  }
-  const HeadLoss nan =
-      chunked_head_loss(bad.hidden, bad.weight, bad.bias, bad.labels, options_for(8, torch::kFloat));
-  CATCH_CHECK(std::isnan(nan.sum.item<float>()));
-  CATCH_CHECK(std::isnan(nan.max_abs_logit.item<float>()));
+  check_edge_cases(c10::kCPU, torch::kFloat);
 }
 
 CATCH_TEST_CASE("head loss: chunk rows for a byte budget are a multiple of 64, at least 64",
@@ -171,30 +181,5 @@ CATCH_TEST_CASE(
       CATCH_CHECK(torch::allclose(got_in.bias.grad().cpu(), expected_in.bias.grad(), tol, tol));
     }
   }
-  // No row in the loss gives 0 and zero gradients; a NaN reaches the loss and max |logit|.
-  HeadInputs none = copy_of(head_inputs(device));
-  none.labels = torch::full({37}, kIgnore, torch::TensorOptions().dtype(torch::kLong).device(device));
-  const HeadLoss empty =
-      chunked_head_loss(none.hidden, none.weight, none.bias, none.labels, options_for(8, torch::kBFloat16));
-  CATCH_CHECK(empty.sum.item<float>() == 0.0f);
-  empty.sum.backward();
-  CATCH_CHECK(none.weight.grad().abs().max().item<float>() == 0.0f);
-  HeadInputs bad = copy_of(head_inputs(device));
-  {
-    torch::NoGradGuard no_grad;
-    bad.hidden[3][2] = std::numeric_limits<float>::quiet_NaN();
-  }
-  const HeadLoss nan =
-      chunked_head_loss(bad.hidden, bad.weight, bad.bias, bad.labels, options_for(8, torch::kBFloat16));
-  CATCH_CHECK(std::isnan(nan.sum.item<float>()));
-  CATCH_CHECK(std::isnan(nan.max_abs_logit.item<float>()));
-  // One NaN column among finite ones: a thread of the row kernel may see only it.
-  HeadInputs column = copy_of(head_inputs(device));
-  {
-    torch::NoGradGuard no_grad;
-    column.weight[7][0] = std::numeric_limits<float>::quiet_NaN();
-  }
-  const HeadLoss nan_column = chunked_head_loss(column.hidden, column.weight, column.bias, column.labels,
-                                                options_for(8, torch::kBFloat16));
-  CATCH_CHECK(std::isnan(nan_column.sum.item<float>()));
+  check_edge_cases(device, torch::kBFloat16);
 }

@@ -60,6 +60,13 @@ Batch concat(const Batch& a, const Batch& b) {
                at::Tensor(), torch::cat({a.labels, b.labels})};
 }
 
+// The bound on any logit's rounding difference (tolerance.h) over the rows of `batch` (T = 8).
+double logit_bound_over(Transformer& model, const Batch& batch) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor logits = model->forward(model_inputs(batch)).logits;
+  return testing::logits_bound(model->config(), logits, 8, 8).max().item<double>();
+}
+
 }  // namespace
 
 CATCH_TEST_CASE("lr_at: warmup ramps to the peak and decays reach the floor at the last step",
@@ -102,12 +109,7 @@ CATCH_TEST_CASE("gradient accumulation equals one big batch", "[contract][train]
   CATCH_CHECK(accumulated.valid_tokens == big.valid_tokens);
   // Both compute every row's logits, loss and gradient terms, grouped otherwise (tolerance.h (4)).
   const ModelConfig& c = model->config();
-  torch::Tensor logits;
-  {
-    torch::NoGradGuard no_grad;
-    logits = model->forward(model_inputs(concat(a, b))).logits;
-  }
-  const double logit_bound = testing::logits_bound(c, logits, 8, 8).max().item<double>();
+  const double logit_bound = logit_bound_over(model, concat(a, b));
   CATCH_CHECK(testing::scalars_close(accumulated.loss, big.loss,
                                      testing::loss_bound(logit_bound, big.loss, big.valid_tokens), "loss"));
   size_t i = 0;
@@ -150,12 +152,7 @@ CATCH_TEST_CASE("accumulate_gradients: the chunked loss takes the logits path's 
     const StepGradients c = step(chunked, chunked_grads);
     const StepGradients l = step(logits, logits_grads);
     const StepGradients x = step(automatic, auto_grads);
-    torch::Tensor all_logits;
-    {
-      torch::NoGradGuard no_grad;
-      all_logits = model->forward(model_inputs(concat(a, b))).logits;
-    }
-    const double logit_bound = testing::logits_bound(m, all_logits, 8, 8).max().item<double>();
+    const double logit_bound = logit_bound_over(model, concat(a, b));
     CATCH_CHECK(testing::scalars_close(c.loss, l.loss,
                                        testing::loss_bound(logit_bound, l.loss, l.valid_tokens), "loss"));
     CATCH_CHECK(c.max_abs_logit == Approx(l.max_abs_logit).epsilon(1e-5));
