@@ -14,6 +14,7 @@ enum class RopePairing { kInterleaved, kHalves };
 enum class RopeScaling { kNone, kLinear, kNtk, kYarn };
 enum class AttentionKind { kReference, kSdpa, kFlash, kQueryBlocks };
 enum class AutocastKind { kOff, kBf16 };
+enum class ModelKernels { kAuto, kAten };
 enum class DataKind { kRetrieval, kText };
 enum class EvidencePosition { kUniform, kFixed };
 enum class QueryMode { kUnique, kLatest };
@@ -52,6 +53,7 @@ CAUSAL_ENUM_TABLE(OptimizerKernel, {OptimizerKernel::kAuto, "auto"}, {OptimizerK
 CAUSAL_ENUM_TABLE(LossKernel, {LossKernel::kAuto, "auto"}, {LossKernel::kLogits, "logits"},
                   {LossKernel::kChunked, "chunked"})
 CAUSAL_ENUM_TABLE(AutocastKind, {AutocastKind::kOff, "off"}, {AutocastKind::kBf16, "bf16"})
+CAUSAL_ENUM_TABLE(ModelKernels, {ModelKernels::kAuto, "auto"}, {ModelKernels::kAten, "aten"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},
                   {EvidencePosition::kFixed, "fixed"})

@@ -65,12 +65,15 @@ struct ModelConfig {
   int64_t attention_block = 64;  // keys per block of "flash"
   int64_t attention_window = 0;  // > 0: sliding window, a query reads its latest `window` keys only
   AutocastKind autocast = AutocastKind::kOff;  // "bf16": matrix products in bfloat16, parameters stay fp32
-  bool qk_norm = false;                        // RMS-normalise q and k per head before scoring
-  bool bias = true;                            // biases in linear layers and LayerNorm
-  bool qkv_bias = false;                       // biases on q/k/v_proj only (Qwen2); needs bias false
-  bool tie_embeddings = false;                 // head reuses the (single) input embedding
-  double dropout = 0.0;                        // on attention weights and residual branches (train only)
-  double init_std = 0.02;                      // normal(0, init_std); residual outputs / sqrt(2*n_layers)
+  // "auto": causal's fused CUDA kernels where the build has them and the model is on a GPU; "aten": ATen's
+  // operations only (docs/gpu.md#causals-own-kernels)
+  ModelKernels kernels = ModelKernels::kAuto;
+  bool qk_norm = false;         // RMS-normalise q and k per head before scoring
+  bool bias = true;             // biases in linear layers and LayerNorm
+  bool qkv_bias = false;        // biases on q/k/v_proj only (Qwen2); needs bias false
+  bool tie_embeddings = false;  // head reuses the (single) input embedding
+  double dropout = 0.0;         // on attention weights and residual branches (train only)
+  double init_std = 0.02;       // normal(0, init_std); residual outputs / sqrt(2*n_layers)
 
   template <class V>
   void visit_fields(V& v) {
@@ -92,6 +95,7 @@ struct ModelConfig {
     v.field("attention_block", attention_block);
     v.field("attention_window", attention_window);
     v.field("autocast", autocast);
+    v.field("kernels", kernels);
     v.field("qk_norm", qk_norm);
     v.field("bias", bias);
     v.field("qkv_bias", qkv_bias);

@@ -79,4 +79,10 @@ c10::optional<c10::ScalarType> enabled_autocast_dtype(c10::DeviceType device) {
   return get_dtype(device);
 }
 
+at::Tensor in_products_dtype(const at::Tensor& t, c10::optional<c10::ScalarType> dtype) {
+  const bool cast = t.defined() && dtype.has_value() && t.is_floating_point() &&
+                    t.scalar_type() != c10::kDouble && t.scalar_type() != *dtype;
+  return cast ? t.to(*dtype) : t;
+}
+
 }  // namespace causal

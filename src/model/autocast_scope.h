@@ -2,6 +2,7 @@
 // spells the autocast switches.
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/Optional.h>
@@ -40,5 +41,9 @@ bool autocast_enabled(c10::DeviceType device);
 
 // The dtype autocast runs `device`'s matrix products in while it is on; nullopt while it is off.
 c10::optional<c10::ScalarType> enabled_autocast_dtype(c10::DeviceType device);
+
+// t as autocast casts a product's floating argument (never float64) when it runs products in `dtype`, so that
+// a custom product can keep the cast for backward in place of the parameter; t itself for nullopt.
+at::Tensor in_products_dtype(const at::Tensor& t, c10::optional<c10::ScalarType> dtype);
 
 }  // namespace causal

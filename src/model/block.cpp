@@ -5,9 +5,12 @@
 
 #include <cmath>
 
+#include "model/autocast_scope.h"
+
 namespace causal {
 
-BlockImpl::BlockImpl(const ModelConfig& config) : dropout_(config.dropout) {
+BlockImpl::BlockImpl(const ModelConfig& config)
+    : dropout_(config.dropout), fused_(config.kernels == ModelKernels::kAuto) {
   const NormOptions norm =
       NormOptions(config.d_model).kind(config.norm).eps(config.norm_eps).bias(config.bias);
   // Each block adds two residual branches; scaling their output layers keeps the stream's variance
@@ -30,20 +33,27 @@ BlockImpl::BlockImpl(const ModelConfig& config) : dropout_(config.dropout) {
                                                 .kind(config.ffn)
                                                 .bias(config.bias)
                                                 .init_std(config.init_std)
-                                                .out_init_std(out_std)));
+                                                .out_init_std(out_std)
+                                                .fused(fused_)));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionContext& context) {
+BlockStream BlockImpl::forward(const BlockStream& stream, const AttentionContext& context) {
   const bool train = is_training() && dropout_ > 0.0;
   const ForwardHooks& hooks = *context.hooks;
   const int64_t layer = context.layer;
   // Not even a no-op dropout call when it cannot drop: a small model's step is dispatch-bound.
   const auto dropped = [&](const torch::Tensor& t) { return train ? torch::dropout(t, dropout_, true) : t; };
-  const torch::Tensor attn_out = hooks.at(HookPoint::kAttention, layer, attn_(attn_norm_(x), context));
-  torch::Tensor h = x + dropped(attn_out);  // (B,T,D)
-  const torch::Tensor ffn_out = hooks.at(HookPoint::kFeedForward, layer, ffn_(ffn_norm_(h)));
-  h = h + dropped(ffn_out);                      // (B,T,D)
-  return hooks.at(HookPoint::kBlock, layer, h);  // (B,T,D)
+  // A fused norm writes its output in the dtype the products it feeds run in, so autocast need not cast it.
+  const c10::optional<c10::ScalarType> products =
+      fused_ ? enabled_autocast_dtype(stream.residual.device().type()) : c10::nullopt;
+  const ResidualNormed before_attn =
+      attn_norm_->add_then_forward(stream.residual, stream.pending, fused_, products);
+  const torch::Tensor attn_out = hooks.at(HookPoint::kAttention, layer, attn_(before_attn.normed, context));
+  const ResidualNormed before_ffn =
+      ffn_norm_->add_then_forward(before_attn.sum, dropped(attn_out), fused_, products);  // (B,T,D) each
+  const torch::Tensor ffn_out = hooks.at(HookPoint::kFeedForward, layer, ffn_(before_ffn.normed));
+  if (!hooks.watched(HookPoint::kBlock)) return {before_ffn.sum, dropped(ffn_out)};
+  return {hooks.at(HookPoint::kBlock, layer, before_ffn.sum + dropped(ffn_out)), torch::Tensor()};
 }
 
 }  // namespace causal

@@ -1,11 +1,9 @@
 // The chunked loss's row kernel (cross_entropy_rows.h): one block per row, two passes over it.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cmath>
+#include <type_traits>
 
 #include "model/cross_entropy_rows.h"
+#include "model/kernel_math.cuh"
 
 namespace causal {
 namespace {
@@ -13,12 +11,8 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 
-__device__ inline float load(const float* p) { return *p; }
-__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ inline float load(const __half* p) { return __half2float(*p); }
-__device__ inline void store(float* p, float v) { *p = v; }
-__device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
-__device__ inline void store(__half* p, float v) { *p = __float2half(v); }
+using kernel_math::load;
+using kernel_math::store;
 
 // A running log-sum-exp: the largest value m seen and the sum s of exp(x - m). A NaN logit makes s NaN
 // (every comparison with it is false, so it lands in the sum), as it makes ATen's log-sum-exp NaN.
@@ -119,23 +113,12 @@ int launch_cross_entropy_rows(const CrossEntropyRowsArgs& args) {
   if (args.rows == 0) return 0;
   const dim3 grid(static_cast<unsigned>(args.rows));
   const cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
-  switch (args.dtype) {
-    case RowsDtype::kFloat:
-      cross_entropy_rows_kernel<float><<<grid, kThreads, 0, stream>>>(
-          static_cast<float*>(args.logits), args.vocab, args.row_stride, args.labels, args.ignore_label,
-          args.loss, args.max_abs, args.write_gradient);
-      break;
-    case RowsDtype::kBFloat16:
-      cross_entropy_rows_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(
-          static_cast<__nv_bfloat16*>(args.logits), args.vocab, args.row_stride, args.labels,
-          args.ignore_label, args.loss, args.max_abs, args.write_gradient);
-      break;
-    case RowsDtype::kHalf:
-      cross_entropy_rows_kernel<__half><<<grid, kThreads, 0, stream>>>(
-          static_cast<__half*>(args.logits), args.vocab, args.row_stride, args.labels, args.ignore_label,
-          args.loss, args.max_abs, args.write_gradient);
-      break;
-  }
+  kernel_math::with_element_type(args.dtype, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    cross_entropy_rows_kernel<T><<<grid, kThreads, 0, stream>>>(
+        static_cast<T*>(args.logits), args.vocab, args.row_stride, args.labels, args.ignore_label, args.loss,
+        args.max_abs, args.write_gradient);
+  });
   return static_cast<int>(cudaGetLastError());
 }
 

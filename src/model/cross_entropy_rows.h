@@ -7,13 +7,13 @@
 
 #include <cstdint>
 
-namespace causal {
+#include "model/kernel_args.h"
 
-enum class RowsDtype { kFloat, kBFloat16, kHalf };
+namespace causal {
 
 struct CrossEntropyRowsArgs {
   void* logits = nullptr;  // (rows, row_stride) in `dtype`; the first `vocab` columns are logits
-  RowsDtype dtype = RowsDtype::kFloat;
+  KernelDtype dtype = KernelDtype::kFloat;
   int64_t rows = 0;
   int64_t vocab = 0;
   int64_t row_stride = 0;           // >= vocab; columns [vocab, row_stride) are padding

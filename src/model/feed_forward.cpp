@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include "model/fused_hidden_projection.h"
 #include "model/hidden_projection.h"
 
 namespace causal {
@@ -46,6 +47,17 @@ void FeedForwardImpl::reset_parameters() {
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == options_.d_model(),
               "[ffn] expected (...,D) with D=", options_.d_model(), ", got ", x.sizes());
+  if (options_.kind() != FfnKind::kRelu && options_.fused() && x.is_cuda()) {
+    // The input products without their biases, which the activation's kernel adds.
+    const bool swiglu = options_.kind() == FfnKind::kSwiglu;
+    torch::nn::Linear& first = swiglu ? gate_proj_ : fc_in_;
+    HiddenInputs in{torch::linear(x, first->weight), first->bias};
+    if (swiglu) in.second = torch::linear(x, up_proj_->weight), in.second_bias = up_proj_->bias;
+    if (hidden_projection_fusable(options_.kind(), in.first)) {
+      torch::nn::Linear& out = swiglu ? down_proj_ : fc_out_;
+      return fused_project_hidden(options_.kind(), in, out->weight, out->bias);  // (...,D)
+    }
+  }
   if (options_.kind() == FfnKind::kGelu || options_.kind() == FfnKind::kGeluTanh) {
     return project_hidden(options_.kind(), fc_in_(x), torch::Tensor(), fc_out_->weight,
                           fc_out_->bias);  // (...,hidden) -> (...,D)

@@ -19,6 +19,7 @@ struct FeedForwardOptions {
   TORCH_ARG(bool, bias) = true;               // biases in every linear layer
   TORCH_ARG(double, init_std) = 0.02;         // std of the input-side weights
   TORCH_ARG(double, out_init_std) = 0.02;     // std of fc_out / down_proj (scaled down for depth)
+  TORCH_ARG(bool, fused) = false;  // on a GPU of a CAUSAL_CUDA build, the activation by causal's kernels
 };
 
 // gelu:      fc_out(gelu(fc_in(x)))                    (exact erf GELU)
@@ -26,7 +27,8 @@ struct FeedForwardOptions {
 // relu:      fc_out(relu(fc_in(x)))                    (nn.TransformerEncoderLayer's default)
 // swiglu:    down_proj(silu(gate_proj(x)) * up_proj(x))
 // x is (..., D); the result has the same shape. Training keeps no GELU or swiglu hidden activation for
-// backward: hidden_projection.h recomputes it there.
+// backward: hidden_projection.h recomputes it there, or with `fused` on a GPU fused_hidden_projection.h,
+// whose kernel also adds fc_in's (gate_proj's, up_proj's) bias.
 class FeedForwardImpl : public torch::nn::Module {
  public:
   explicit FeedForwardImpl(const FeedForwardOptions& options);

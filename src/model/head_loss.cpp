@@ -8,9 +8,8 @@
 #include "model/gpu_products.h"
 
 #ifdef CAUSAL_CUDA_KERNELS
-#include <c10/cuda/CUDAStream.h>
-
 #include "model/cross_entropy_rows.h"
+#include "model/kernel_launch.h"
 #endif
 
 namespace causal {
@@ -62,12 +61,7 @@ ChunkFigures chunk_figures_cuda(const at::Tensor& padded_logits, int64_t vocab, 
   const at::Tensor max_abs_rows = options.max_abs_logit ? at::empty({rows}, float_options) : at::Tensor();
   CrossEntropyRowsArgs args;
   args.logits = padded_logits.data_ptr();
-  const at::ScalarType dtype = padded_logits.scalar_type();
-  TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
-              "[head_loss] no row kernel for logits of ", dtype);
-  args.dtype = dtype == at::kFloat      ? RowsDtype::kFloat
-               : dtype == at::kBFloat16 ? RowsDtype::kBFloat16
-                                        : RowsDtype::kHalf;
+  args.dtype = kernel_dtype(padded_logits.scalar_type(), "[head_loss] the row kernel");
   args.rows = rows;
   args.vocab = vocab;
   args.row_stride = padded_logits.stride(0);
@@ -76,9 +70,8 @@ ChunkFigures chunk_figures_cuda(const at::Tensor& padded_logits, int64_t vocab, 
   args.loss = out.loss_rows.data_ptr<float>();
   args.max_abs = options.max_abs_logit ? max_abs_rows.data_ptr<float>() : nullptr;
   args.write_gradient = gradient;
-  args.stream = c10::cuda::getCurrentCUDAStream(padded_logits.device().index()).stream();
-  const int status = launch_cross_entropy_rows(args);
-  TORCH_CHECK(status == 0, "[head_loss] the row kernel failed to launch (CUDA error ", status, ")");
+  args.stream = current_stream(padded_logits);
+  check_launch(launch_cross_entropy_rows(args), "[head_loss] the row kernel");
   if (options.max_abs_logit) out.max_abs = max_abs_rows.max();
   if (gradient) out.gradient = padded_logits;  // overwritten in place
   return out;

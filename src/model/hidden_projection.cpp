@@ -21,14 +21,6 @@ torch::Tensor hidden_of(FfnKind kind, const torch::Tensor& first, const torch::T
   return is_gelu(kind) ? torch::gelu(first, gelu_approximation(kind)) : torch::silu(first) * second;
 }
 
-// As autocast casts a product's floating arguments (never float64), so that the cast can be kept for
-// backward in place of the parameter; unchanged without autocast.
-torch::Tensor in_products_dtype(const torch::Tensor& t, c10::optional<c10::ScalarType> dtype) {
-  const bool cast = t.defined() && dtype.has_value() && t.is_floating_point() &&
-                    t.scalar_type() != c10::kDouble && t.scalar_type() != *dtype;
-  return cast ? t.to(*dtype) : t;
-}
-
 class HiddenProjectionFunction : public torch::autograd::Function<HiddenProjectionFunction> {
  public:
   // second and bias as optionals: LibTorch's Function takes an undefined tensor for an input only so.

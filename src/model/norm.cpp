@@ -34,4 +34,18 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   return reduced ? scaled.to(x.scalar_type()) : scaled;
 }
 
+ResidualNormed NormImpl::add_then_forward(const torch::Tensor& residual, const torch::Tensor& delta,
+                                          bool fused, c10::optional<c10::ScalarType> normed_dtype) {
+  if (!delta.defined()) return {residual, forward(residual)};
+  if (fused && residual_norm_fusable(residual, delta, weight_, bias_)) {
+    ResidualNormSpec spec;
+    spec.rms = options_.kind() == NormKind::kRmsNorm;
+    spec.eps = options_.eps();
+    spec.normed_dtype = normed_dtype.value_or(torch::kFloat);
+    return residual_norm(residual, delta, weight_, bias_, spec);
+  }
+  const torch::Tensor sum = residual + delta;
+  return {sum, forward(sum)};
+}
+
 }  // namespace causal

@@ -6,6 +6,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "config/enums.h"
+#include "model/residual_norm.h"
 
 namespace causal {
 
@@ -23,6 +24,11 @@ class NormImpl : public torch::nn::Module {
  public:
   explicit NormImpl(const NormOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
+  // The residual stream after a branch, sum = residual + delta, and forward(sum); delta undefined: residual
+  // itself. With `fused` and tensors the kernel takes (residual_norm.h), one kernel each way that writes
+  // normed in `normed_dtype` (nullopt: float32); otherwise ATen's add then forward(), bit for bit.
+  ResidualNormed add_then_forward(const torch::Tensor& residual, const torch::Tensor& delta, bool fused,
+                                  c10::optional<c10::ScalarType> normed_dtype);
   void reset_parameters();  // weight 1, bias 0
   const NormOptions& options() const { return options_; }
 

@@ -159,13 +159,17 @@ torch::Tensor TransformerImpl::final_hidden(const ModelInputs& inputs, KVCache* 
   context.cache = cache;
   context.hooks = &hooks_;
 
+  BlockStream stream{x, torch::Tensor()};
   for (int64_t i = 0; i < config_.n_layers; ++i) {
     context.layer = i;
-    x = blocks_[i](x, context);  // (B,T,D)
+    stream = blocks_[i](stream, context);
   }
   if (cache != nullptr) cache->commit(time, key_valid, key_segment);
 
-  return hooks_.at(HookPoint::kFinalNorm, -1, final_norm_(x));  // (B,T,D)
+  // In float32, whatever autocast does: what observes the final hidden state and the head read it so.
+  const ResidualNormed last = final_norm_->add_then_forward(
+      stream.residual, stream.pending, config_.kernels == ModelKernels::kAuto, c10::nullopt);
+  return hooks_.at(HookPoint::kFinalNorm, -1, last.normed);  // (B,T,D)
 }
 
 torch::Tensor TransformerImpl::head_weight() const {
