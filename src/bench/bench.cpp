@@ -53,6 +53,8 @@ nlohmann::json BenchResult::to_json() const {
                      {"mfu", mfu},
                      {"peak_rss_mib", peak_rss_mib},
                      {"peak_device_mib", peak_device_mib},
+                     {"graph_replays", graph_replays},
+                     {"graph_failure", graph_failure},
                      {"threads", threads}};
   if (kernels.steps > 0) out["kernels"] = kernels.to_json(kKernelsShown);
   return out;
@@ -77,7 +79,12 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
     result.matmul_peak_gflops = measure_matmul_peak(device, products_dtype(config.model.autocast)) / 1e9;
   }
 
-  const auto take_step = [&](int64_t step) {
+  // As `causal train` runs it: from a CUDA graph where it may (train.cuda_graphs), which leaves the forward
+  // and backward untimed apart.
+  std::unique_ptr<StepGraph> graph;
+  if (config.train.cuda_graphs == CudaGraphs::kAuto && StepGraph::available(device))
+    graph = std::make_unique<StepGraph>();
+  const auto take_step = [&](int64_t step, StepGraph* step_graph) {
     StepTimes t;
     const auto start = Clock::now();
     set_learning_rate(*optimizer, lr_at(config.train, std::min(step, config.train.steps - 1)));
@@ -85,9 +92,14 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
     for (int64_t i = 0; i < config.train.grad_accum; ++i)
       micro_batches.push_back(task->training_batches().next().to(device));
     PhaseTimes phases{device};
+    const auto passes = Clock::now();
     t.tokens = accumulate_gradients(model, micro_batches, config.train, /*collect_diagnostics=*/false,
-                                    nullptr, &phases)
+                                    nullptr, step_graph != nullptr ? nullptr : &phases, step_graph)
                    .input_tokens;
+    if (step_graph != nullptr) {
+      synchronize(device);
+      phases.forward_ms = ms_since(passes);
+    }
     t.forward = phases.forward_ms;
     t.backward = phases.backward_ms;
     const auto phase = Clock::now();
@@ -100,16 +112,24 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
   };
   std::vector<StepTimes> timed;
   const int64_t total_steps = options.warmup + options.steps;
+  int64_t replays_before_timing = 0;
   for (int64_t step = 0; step < total_steps; ++step) {
-    const StepTimes t = take_step(step);
+    if (step == options.warmup && graph != nullptr) replays_before_timing = graph->replays();
+    const StepTimes t = take_step(step, graph.get());
     if (step >= options.warmup) timed.push_back(t);
+  }
+  if (graph != nullptr) {
+    result.graph_replays = graph->replays() - replays_before_timing;
+    result.graph_failure = graph->disabled_reason();
   }
   if (options.kernel_steps > 0) {
     // Apart from the timed steps: the profiler's own overhead would slow them.
     KernelProfiler profiler;
     profiler.start(device.is_cpu());
     const auto start = Clock::now();
-    for (int64_t step = total_steps; step < total_steps + options.kernel_steps; ++step) take_step(step);
+    // Eagerly: the table names each kernel, which a graph's one launch would hide.
+    for (int64_t step = total_steps; step < total_steps + options.kernel_steps; ++step)
+      take_step(step, nullptr);
     result.kernels = profiler.stop(options.kernel_steps, ms_since(start));
   }
 
@@ -146,7 +166,13 @@ std::string format_bench(const BenchResult& r, const RunConfig& config) {
       r.mfu, r.peak_rss_mib,
       r.peak_device_mib > 0 ? fmt::format("  peak device    {:10.1f} MiB allocated\n", r.peak_device_mib)
                             : "");
-  return r.kernels.steps > 0 ? text + r.kernels.format(kKernelsShown) : text;
+  const std::string graph_line =
+      r.graph_replays > 0
+          ? fmt::format("  CUDA graph     {:10d} micro-batches replayed (forward includes backward)\n",
+                        r.graph_replays)
+      : !r.graph_failure.empty() ? "  CUDA graph     capture failed, ran eagerly: " + r.graph_failure + "\n"
+                                 : "";
+  return r.kernels.steps > 0 ? text + graph_line + r.kernels.format(kKernelsShown) : text + graph_line;
 }
 
 }  // namespace causal

@@ -32,6 +32,10 @@ struct BenchResult {
   double mfu = 0.0;
   double peak_rss_mib = 0.0;
   double peak_device_mib = 0.0;  // on a GPU: allocated device memory at its peak (0 on the CPU)
+  // Micro-batches of the timed steps replayed from a CUDA graph (train.cuda_graphs); forward_ms then holds
+  // their forward and backward, backward_ms none of it.
+  int64_t graph_replays = 0;
+  std::string graph_failure;   // why a capture failed (the steps then ran eagerly), or ""
   int64_t threads = 0;         // the larger pool of the split: OpenBLAS's where LibTorch uses it, else ATen's
   ThreadChoice thread_choice;  // not in the JSON: its keys are the figures above
   KernelProfile kernels;       // BenchOptions::kernel_steps > 0 only; in the JSON as "kernels" then

@@ -23,6 +23,7 @@ enum class ScheduleKind { kConstant, kLinear, kCosine, kWsd };
 enum class NonfiniteAction { kAbort, kSkip };
 enum class OptimizerKernel { kAuto, kFused, kSeparate };
 enum class LossKernel { kAuto, kLogits, kChunked };
+enum class CudaGraphs { kAuto, kOff };
 
 template <class E>
 using EnumTable = std::vector<std::pair<E, const char*>>;
@@ -52,6 +53,7 @@ CAUSAL_ENUM_TABLE(OptimizerKernel, {OptimizerKernel::kAuto, "auto"}, {OptimizerK
                   {OptimizerKernel::kSeparate, "separate"})
 CAUSAL_ENUM_TABLE(LossKernel, {LossKernel::kAuto, "auto"}, {LossKernel::kLogits, "logits"},
                   {LossKernel::kChunked, "chunked"})
+CAUSAL_ENUM_TABLE(CudaGraphs, {CudaGraphs::kAuto, "auto"}, {CudaGraphs::kOff, "off"})
 CAUSAL_ENUM_TABLE(AutocastKind, {AutocastKind::kOff, "off"}, {AutocastKind::kBf16, "bf16"})
 CAUSAL_ENUM_TABLE(ModelKernels, {ModelKernels::kAuto, "auto"}, {ModelKernels::kAten, "aten"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})

@@ -69,6 +69,9 @@ struct TrainConfig {
   // time, gradients made with them (docs/model.md#chunked-loss)
   LossKernel loss_kernel = LossKernel::kAuto;
   int64_t loss_chunk_rows = 0;  // rows per chunk; 0 = as many as keep a chunk's float32 logits in 256 MiB
+  // "auto": on a GPU of a CAUSAL_CUDA build, each micro-batch's forward and backward replayed from a CUDA
+  // graph where nothing observes it | "off": always eager (docs/gpu.md#cuda-graphs)
+  CudaGraphs cuda_graphs = CudaGraphs::kAuto;
 
   template <class V>
   void visit_fields(V& v) {
@@ -90,6 +93,7 @@ struct TrainConfig {
     v.field("spike_threshold", spike_threshold);
     v.field("loss_kernel", loss_kernel);
     v.field("loss_chunk_rows", loss_chunk_rows);
+    v.field("cuda_graphs", cuda_graphs);
   }
 };
 

@@ -62,6 +62,7 @@ class ForwardHooks {
   static const ForwardHooks& none();
 
   bool watched(HookPoint point) const { return (watched_ & bit(point)) != 0; }
+  bool any_watched() const { return watched_ != 0; }
   at::Tensor at(HookPoint point, int64_t layer, const at::Tensor& value) const {
     return watched(point) ? call(HookSite{point, layer}, value) : value;
   }

@@ -51,7 +51,7 @@ std::string replay_first_nonfinite_activation(Transformer& model, const std::vec
 
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
                                    const TrainConfig& train, bool collect_diagnostics, DataParallel* parallel,
-                                   PhaseTimes* phases) {
+                                   PhaseTimes* phases, StepGraph* graph) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point phase_start = Clock::now();
   // Ends the current phase into `total` (when timed) and starts the next.
@@ -75,20 +75,40 @@ StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>&
   }
   // A step without valid tokens contributes a zero loss and zero gradients instead of 0/0.
   const double denominator = static_cast<double>(std::max<int64_t>(out.valid_tokens, 1));
-  model->zero_grad(/*set_to_none=*/true);
+  // A graph writes into the gradients' storage, so beside one they are zeroed in place, not dropped.
+  if (graph != nullptr) {
+    graph->zero_gradients(model);
+  } else {
+    model->zero_grad(/*set_to_none=*/true);
+  }
+  const bool graphed =
+      graph != nullptr && phases == nullptr && graph->usable(model, collect_diagnostics, parallel != nullptr);
+  // The loss sum's gradient, as the division below gives it: 1 / denominator in float32.
+  const float scale = 1.0f / static_cast<float>(denominator);
   if (!micro_batches.empty()) out.rng_before = GeneratorSnapshot::capture(micro_batches[0].tokens.device());
+  // Watching only a diagnosed step: a watched block output must be summed inside the block, and a watched
+  // forward cannot replay from a graph.
   ResidualStream residuals;
-  const ForwardHooks::Registration watching(model->hooks(), residuals);
+  std::optional<ForwardHooks::Registration> watching;
+  if (collect_diagnostics) watching.emplace(model->hooks(), residuals);
   for (size_t i = 0; i < micro_batches.size(); ++i) {
     const bool diagnose = collect_diagnostics && i + 1 == micro_batches.size();
     residuals.arm(diagnose);
     if (phases != nullptr) phase_start = Clock::now();
-    const TrainingLoss result = training_loss_sum(model, micro_batches[i], train, diagnose);
-    at::Tensor loss = result.sum / denominator;
-    end_phase(&PhaseTimes::forward_ms);
-    if (parallel != nullptr && i + 1 == micro_batches.size()) parallel->before_last_backward();
-    loss.backward();
-    end_phase(&PhaseTimes::backward_ms);
+    TrainingLoss result;
+    at::Tensor loss;
+    if (graphed) {
+      const at::Tensor sum = graph->run(model, micro_batches[i], train, scale);
+      if (sum.defined()) loss = sum / denominator;
+    }
+    if (!loss.defined()) {  // eagerly
+      result = training_loss_sum(model, micro_batches[i], train, diagnose);
+      loss = result.sum / denominator;
+      end_phase(&PhaseTimes::forward_ms);
+      if (parallel != nullptr && i + 1 == micro_batches.size()) parallel->before_last_backward();
+      loss.backward();
+      end_phase(&PhaseTimes::backward_ms);
+    }
     const double value = loss.item<double>();
     out.loss += value;
     if (diagnose) {
@@ -162,7 +182,7 @@ void sum_over_ranks(Transformer& model, DataParallel& parallel, int64_t step_don
 
 StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches,
                          const TrainConfig& train, bool log_row, bool diagnose, const FaultInjection& fault,
-                         int64_t step_done, DataParallel* parallel) {
+                         int64_t step_done, DataParallel* parallel, StepGraph* graph) {
   const bool inject = fault.at(step_done);
   if (inject && fault.kind == FaultInjection::Kind::kWeight) poison_parameter(*model, fault.name, false);
   StepOutcome out;
@@ -173,7 +193,7 @@ StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_bat
       activation.emplace(fault.name, model->config().n_layers, fault.describe());
       poisoning.emplace(model->hooks(), *activation);
     }
-    out.grads = accumulate_gradients(model, micro_batches, train, log_row, parallel);
+    out.grads = accumulate_gradients(model, micro_batches, train, log_row, parallel, nullptr, graph);
   }
   const bool poison_gradient = inject && fault.kind == FaultInjection::Kind::kGradient;
   if (poison_gradient) poison_parameter(*model, fault.name, true);
@@ -229,7 +249,10 @@ Trainer::Trainer(const RunConfig& config, Transformer model, BatchSource& source
       device_(device),
       optimizer_(make_adamw(*model_, config.train.optimizer)),
       spikes_(config.train.spike_window, config.train.spike_threshold),
-      parameters_(count_parameters(*model_)) {}
+      parameters_(count_parameters(*model_)) {
+  if (config.train.cuda_graphs == CudaGraphs::kAuto && StepGraph::available(device_))
+    graph_ = std::make_unique<StepGraph>();
+}
 
 void Trainer::set_flops(double flops_per_token, double peak_flops) {
   flops_per_token_ = flops_per_token;
@@ -239,6 +262,7 @@ void Trainer::set_flops(double flops_per_token, double peak_flops) {
 void Trainer::set_data_parallel(DataParallel* parallel) {
   parallel_ = parallel;
   if (parallel_ != nullptr) parallel_->attach(model_->parameters());
+  if (parallel_ != nullptr) graph_.reset();  // the reduction hooks into backward, outside any graph
 }
 
 Trainer::StepPlan Trainer::plan_step(int64_t step) const {
@@ -338,6 +362,22 @@ nlohmann::json Trainer::metrics_row(const StepPlan& plan, const StepOutcome& out
   return row;
 }
 
+// The log says once when the step first ran from a CUDA graph, and once why graphs stopped if a capture
+// failed (the run goes on eagerly).
+void Trainer::report_graph(int64_t step_done) {
+  if (graph_ == nullptr) return;
+  if (!graph_captured_reported_ && graph_->captures() > 0) {
+    output_.log().info(
+        "step {}: forward and backward replay from a CUDA graph from here on (train.cuda_graphs)", step_done);
+    graph_captured_reported_ = true;
+  }
+  if (!graph_failure_reported_ && !graph_->disabled_reason().empty()) {
+    output_.log().warn("step {}: capturing a CUDA graph failed, training on eagerly: {}", step_done,
+                       graph_->disabled_reason());
+    graph_failure_reported_ = true;
+  }
+}
+
 // eval_every: an "eval" metrics row from the hook (the final evaluation is the caller's).
 void Trainer::evaluate(int64_t step_done, const TrainHooks& hooks) {
   const TrainConfig& train = config_.train;
@@ -368,7 +408,8 @@ TrainSummary Trainer::run(const TrainProgress& start, const TrainHooks& hooks) {
     const std::vector<Batch> micro_batches = next_micro_batches();
     // Forward/backward over the micro-batches, then the health verdict and clipping.
     const StepOutcome outcome = compute_step(model_, micro_batches, config_.train, plan.log_row,
-                                             plan.diagnose, fault_, plan.done, parallel_);
+                                             plan.diagnose, fault_, plan.done, parallel_, graph_.get());
+    report_graph(plan.done);
     summary.allreduce_seconds += outcome.allreduce_seconds;
     diagnostics += outcome.grads.diagnostics_seconds;
     std::vector<double> ratios;

@@ -19,6 +19,7 @@
 #include "train/diagnostics.h"
 #include "train/fault_injection.h"
 #include "train/spike_detector.h"
+#include "train/step_graph.h"
 #include "train/train_output.h"
 
 namespace causal {
@@ -50,10 +51,12 @@ struct PhaseTimes {
 // is computed as `train.loss_kernel` says.
 // With `parallel`, the denominator and the counts
 // are global (summed over ranks) and the loss is this rank's share of the global mean. With `phases`,
-// each phase is timed (and waits for the device).
+// each phase is timed (and waits for the device). With `graph`, gradients are zeroed in place, and a step
+// it may take (StepGraph::usable, no `phases`) replays its micro-batches from it.
 StepGradients accumulate_gradients(Transformer& model, const std::vector<Batch>& micro_batches,
                                    const TrainConfig& train, bool collect_diagnostics,
-                                   DataParallel* parallel = nullptr, PhaseTimes* phases = nullptr);
+                                   DataParallel* parallel = nullptr, PhaseTimes* phases = nullptr,
+                                   StepGraph* graph = nullptr);
 
 // Global L2 norm of all gradients, before any clipping; then scales them to at most `max_norm`
 // (max_norm <= 0: no clipping; a non-finite norm: left unscaled for diagnosis). Returns the pre-clip norm.
@@ -73,7 +76,7 @@ struct StepOutcome {
 // verdict and clipping), so every rank reaches the same verdict, naming the rank that went non-finite.
 StepOutcome compute_step(Transformer& model, const std::vector<Batch>& micro_batches,
                          const TrainConfig& train, bool log_row, bool diagnose, const FaultInjection& fault,
-                         int64_t step_done, DataParallel* parallel = nullptr);
+                         int64_t step_done, DataParallel* parallel = nullptr, StepGraph* graph = nullptr);
 
 // Where the loop stands; a resumed run starts from the checkpoint's values.
 struct TrainProgress {
@@ -138,6 +141,7 @@ class Trainer {
                              const std::vector<double>& update_ratios, const TrainProgress& progress,
                              double tokens_per_s, double elapsed) const;
   void evaluate(int64_t step_done, const TrainHooks& hooks);
+  void report_graph(int64_t step_done);
 
   const RunConfig& config_;
   Transformer model_;
@@ -150,6 +154,8 @@ class Trainer {
   double flops_per_token_ = 0.0, peak_flops_ = 0.0;
   int64_t parameters_ = 0;
   DataParallel* parallel_ = nullptr;  // not owned; null for a single process
+  std::unique_ptr<StepGraph> graph_;  // train.cuda_graphs "auto" on a GPU of a CAUSAL_CUDA build, one process
+  bool graph_captured_reported_ = false, graph_failure_reported_ = false;
 };
 
 }  // namespace causal

@@ -155,8 +155,10 @@ CATCH_TEST_CASE("bench --json prints exactly the documented figures", "[unit][cl
   for (const auto& item : j.items()) keys.push_back(item.key());
   std::sort(keys.begin(), keys.end());
   CATCH_CHECK(keys == std::vector<std::string>{"achieved_gflops", "backward_ms", "forward_ms",
-                                               "matmul_peak_gflops", "mfu", "ms_per_step", "optimizer_ms",
-                                               "peak_device_mib", "peak_rss_mib", "threads", "tokens_per_s"});
+                                               "graph_failure", "graph_replays", "matmul_peak_gflops", "mfu",
+                                               "ms_per_step", "optimizer_ms", "peak_device_mib",
+                                               "peak_rss_mib", "threads", "tokens_per_s"});
+  CATCH_CHECK(j["graph_replays"].get<int64_t>() == 0);  // the CPU has no CUDA graph
   CATCH_CHECK(j["tokens_per_s"].get<double>() > 0);
   CATCH_CHECK(j["peak_device_mib"].get<double>() == 0.0);  // the CPU has no device allocator
   for (const char* phase : {"ms_per_step", "forward_ms", "backward_ms", "optimizer_ms"}) {
