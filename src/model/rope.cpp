@@ -55,14 +55,15 @@ double rope_attention_scale(const RopeConfig& config) {
 }
 
 RopeTables rope_tables(const torch::Tensor& positions, int64_t dk, const RopeConfig& config,
-                       c10::ScalarType dtype) {
+                       c10::ScalarType dtype, const torch::Tensor& inv_freq) {
   TORCH_CHECK(positions.defined() && positions.dim() == 2 && positions.scalar_type() == torch::kLong,
               "[rope] expected positions (B,T) int64, got ",
               positions.defined() ? positions.sizes() : c10::IntArrayRef{});
-  const torch::Tensor inv_freq = rope_inv_freq(dk, config).to(positions.device());  // (dk/2)
-  torch::Tensor pos = positions.to(torch::kDouble);                                 // (B,T)
-  if (config.scaling == RopeScaling::kLinear) pos = pos / config.factor;            // position interpolation
-  RopeTables tables = rotation_tables(pos.unsqueeze(-1) * inv_freq, torch::kDouble);  // angles (B,T,dk/2)
+  const torch::Tensor freq =
+      inv_freq.defined() ? inv_freq : rope_inv_freq(dk, config).to(positions.device());  // (dk/2)
+  torch::Tensor pos = positions.to(torch::kDouble);                                      // (B,T)
+  if (config.scaling == RopeScaling::kLinear) pos = pos / config.factor;          // position interpolation
+  RopeTables tables = rotation_tables(pos.unsqueeze(-1) * freq, torch::kDouble);  // angles (B,T,dk/2)
   // yarn's temperature: scaling both rotated q and k by m multiplies every logit by m^2.
   const double scale = rope_attention_scale(config);
   if (scale != 1.0) {

@@ -33,9 +33,10 @@ at::Tensor rope_inv_freq(int64_t dk, const RopeConfig& config);
 double rope_attention_scale(const RopeConfig& config);
 
 // Tables for absolute positions (B,T) int64 and head dim dk (even). Angles are computed in double so
-// that large positions keep their precision, then cast to `dtype`.
+// that large positions keep their precision, then cast to `dtype`. `inv_freq`, when given, is
+// rope_inv_freq(dk, config) already on the positions' device (made once by a caller that runs many forwards).
 RopeTables rope_tables(const at::Tensor& positions, int64_t dk, const RopeConfig& config,
-                       c10::ScalarType dtype);
+                       c10::ScalarType dtype, const at::Tensor& inv_freq = {});
 
 // Rotates x (B,H,T,dk) by the tables with R(a) = [[cos a, -sin a], [sin a, cos a]] on each pair:
 // "interleaved" pairs dims (2i, 2i+1), "halves" pairs (i, i + dk/2). Pair i uses column i of the tables.

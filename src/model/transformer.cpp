@@ -153,7 +153,9 @@ torch::Tensor TransformerImpl::final_hidden(const ModelInputs& inputs, KVCache* 
                                           config_.attention_window},
                                 cache != nullptr);
   if (config_.position == PositionKind::kRope) {
-    context.rope = rope_tables(positions, config_.head_dim(), config_.rope, x.scalar_type());
+    if (!rope_inv_freq_.defined() || rope_inv_freq_.device() != positions.device())
+      rope_inv_freq_ = rope_inv_freq(config_.head_dim(), config_.rope).to(positions.device());
+    context.rope = rope_tables(positions, config_.head_dim(), config_.rope, x.scalar_type(), rope_inv_freq_);
     context.pairing = config_.rope.pairing;
   }
   context.cache = cache;

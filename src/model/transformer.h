@@ -78,6 +78,9 @@ class TransformerImpl : public torch::nn::Module {
     AttentionMask mask;
   };
   ShapeMask shape_mask_;
+  // rope_inv_freq on the device of the last forward: made on the host and copied once, not every forward (a
+  // copy from pageable host memory, which a CUDA graph cannot capture).
+  torch::Tensor rope_inv_freq_;
 };
 TORCH_MODULE(Transformer);
 
