@@ -45,11 +45,6 @@ at::Tensor activation_of(FfnKind kind, const HiddenInputs& in) {
   return hidden;
 }
 
-const at::Tensor& defined_or_empty(const c10::optional<at::Tensor>& t) {
-  static const at::Tensor undefined;
-  return t.has_value() ? *t : undefined;
-}
-
 class FusedHiddenProjectionFunction : public torch::autograd::Function<FusedHiddenProjectionFunction> {
  public:
   // Optionals for the inputs that may be absent: LibTorch's Function takes an undefined tensor only so.
@@ -59,10 +54,10 @@ class FusedHiddenProjectionFunction : public torch::autograd::Function<FusedHidd
                                const c10::optional<at::Tensor>& second_bias, const at::Tensor& weight,
                                const c10::optional<at::Tensor>& bias, int64_t kind) {
     const c10::optional<c10::ScalarType> dtype = enabled_autocast_dtype(first.device().type());
-    const HiddenInputs in{first, defined_or_empty(first_bias), defined_or_empty(second),
-                          defined_or_empty(second_bias)};
+    const HiddenInputs in{first, first_bias.value_or(at::Tensor()), second.value_or(at::Tensor()),
+                          second_bias.value_or(at::Tensor())};
     const at::Tensor w = in_products_dtype(weight, dtype),
-                     b = in_products_dtype(defined_or_empty(bias), dtype);
+                     b = in_products_dtype(bias.value_or(at::Tensor()), dtype);
     ctx->save_for_backward({in.first, in.first_bias, in.second, in.second_bias, w, b});
     ctx->saved_data["kind"] = kind;
     ctx->saved_data["weight_dtype"] = weight.scalar_type();

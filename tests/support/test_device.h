@@ -27,3 +27,13 @@ inline std::string device_skip_reason() {
     const std::string causal_device_skip_reason = causal::testing::device_skip_reason(); \
     if (!causal_device_skip_reason.empty()) CAUSAL_SKIP_TEST(causal_device_skip_reason); \
   } while (false)
+
+// Skips the enclosing test case when this build has no CUDA kernels of causal's own (a build without
+// CAUSAL_CUDA): a test of a kernel against ATen would have nothing to run.
+#ifdef CAUSAL_CUDA_KERNELS
+#define CAUSAL_SKIP_UNLESS_CUDA_KERNELS() \
+  do {                                    \
+  } while (false)
+#else
+#define CAUSAL_SKIP_UNLESS_CUDA_KERNELS() CAUSAL_SKIP_TEST("built without CAUSAL_CUDA: no kernel to check")
+#endif
