@@ -15,6 +15,7 @@ enum class RopeScaling { kNone, kLinear, kNtk, kYarn };
 enum class AttentionKind { kReference, kSdpa, kFlash, kQueryBlocks };
 enum class AutocastKind { kOff, kBf16 };
 enum class ModelKernels { kAuto, kAten };
+enum class WeightShadows { kAuto, kOn, kOff };
 enum class DataKind { kRetrieval, kText };
 enum class EvidencePosition { kUniform, kFixed };
 enum class QueryMode { kUnique, kLatest };
@@ -56,6 +57,8 @@ CAUSAL_ENUM_TABLE(LossKernel, {LossKernel::kAuto, "auto"}, {LossKernel::kLogits,
 CAUSAL_ENUM_TABLE(CudaGraphs, {CudaGraphs::kAuto, "auto"}, {CudaGraphs::kOff, "off"})
 CAUSAL_ENUM_TABLE(AutocastKind, {AutocastKind::kOff, "off"}, {AutocastKind::kBf16, "bf16"})
 CAUSAL_ENUM_TABLE(ModelKernels, {ModelKernels::kAuto, "auto"}, {ModelKernels::kAten, "aten"})
+CAUSAL_ENUM_TABLE(WeightShadows, {WeightShadows::kAuto, "auto"}, {WeightShadows::kOn, "on"},
+                  {WeightShadows::kOff, "off"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},
                   {EvidencePosition::kFixed, "fixed"})

@@ -68,6 +68,10 @@ struct ModelConfig {
   // "auto": causal's fused CUDA kernels where the build has them and the model is on a GPU; "aten": ATen's
   // operations only (docs/gpu.md#causals-own-kernels)
   ModelKernels kernels = ModelKernels::kAuto;
+  // Under autocast, copies of the product weights in its dtype, made again only when a weight changes: "auto"
+  // on a GPU, "on" on every device, "off" never (autocast casts them every forward);
+  // docs/model.md#weight-shadows
+  WeightShadows weight_shadows = WeightShadows::kAuto;
   bool qk_norm = false;         // RMS-normalise q and k per head before scoring
   bool bias = true;             // biases in linear layers and LayerNorm
   bool qkv_bias = false;        // biases on q/k/v_proj only (Qwen2); needs bias false
@@ -96,6 +100,7 @@ struct ModelConfig {
     v.field("attention_window", attention_window);
     v.field("autocast", autocast);
     v.field("kernels", kernels);
+    v.field("weight_shadows", weight_shadows);
     v.field("qk_norm", qk_norm);
     v.field("bias", bias);
     v.field("qkv_bias", qkv_bias);

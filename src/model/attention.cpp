@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include "model/autocast_scope.h"
 #include "model/gpu_products.h"
 #include "model/kv_cache.h"
 
@@ -55,8 +56,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   const int64_t hkv = options_.n_kv_heads();
   const int64_t dk = head_dim();
 
-  const std::vector<torch::Tensor> qkv = qkv_products(x, {q_proj_->weight, k_proj_->weight, v_proj_->weight},
-                                                      {q_proj_->bias, k_proj_->bias, v_proj_->bias});
+  const std::vector<torch::Tensor> masters = {q_proj_->weight, k_proj_->weight, v_proj_->weight};
+  const c10::optional<c10::ScalarType> shadow =
+      shadow_dtype(options_.weight_shadows(), enabled_autocast_dtype(x.device().type()), masters.front());
+  const std::vector<torch::Tensor> qkv =
+      qkv_products(x, masters, {q_proj_->bias, k_proj_->bias, v_proj_->bias},
+                   shadow ? qkv_shadow_.weight(masters, *shadow) : torch::Tensor());
   torch::Tensor q = qkv[0].view({batch, time, hq, dk}).transpose(1, 2);   // (B,Hq,T,dk)
   torch::Tensor k = qkv[1].view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
   torch::Tensor v = qkv[2].view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
@@ -86,7 +91,17 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   if (weights_watched) hooks.at(HookPoint::kAttentionWeights, context.layer, result.weights);
   out = hooks.at(HookPoint::kHeads, context.layer, out);
   out = out.transpose(1, 2).reshape({batch, time, hq * dk});  // (B,T,D)
-  return o_proj_(out);                                        // (B,T,D)
+  if (shadow)  // as o_proj_ computes it (the frontend's linear), on the shadow
+    return torch::nn::functional::linear(out, o_shadow_.weight({o_proj_->weight}, *shadow), o_proj_->bias);
+  return o_proj_(out);  // (B,T,D)
+}
+
+void AttentionImpl::refresh_shadows(c10::optional<c10::ScalarType> products) {
+  const c10::optional<c10::ScalarType> shadow =
+      shadow_dtype(options_.weight_shadows(), products, q_proj_->weight);
+  if (!shadow) return;
+  qkv_shadow_.copy({q_proj_->weight, k_proj_->weight, v_proj_->weight}, *shadow);
+  o_shadow_.copy({o_proj_->weight}, *shadow);
 }
 
 }  // namespace causal

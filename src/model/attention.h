@@ -12,6 +12,7 @@
 #include "model/mask.h"
 #include "model/norm.h"
 #include "model/rope.h"
+#include "model/weight_shadow.h"
 
 namespace causal {
 
@@ -32,6 +33,7 @@ struct AttentionOptions {
   TORCH_ARG(double, dropout) = 0.0;        // on attention weights, train mode only ("flash": must be 0)
   TORCH_ARG(double, init_std) = 0.02;      // std of q/k/v_proj weights
   TORCH_ARG(double, out_init_std) = 0.02;  // std of o_proj weights
+  TORCH_ARG(WeightShadows, weight_shadows) = WeightShadows::kOff;  // model.weight_shadows
 };
 
 // Everything one layer's attention needs besides its input; built once per forward by the Transformer.
@@ -55,6 +57,9 @@ class AttentionImpl : public torch::nn::Module {
   void reset_parameters();
   const AttentionOptions& options() const { return options_; }
   int64_t head_dim() const { return options_.d_model() / options_.n_heads(); }
+  // Brings the weight shadows up to date for products in `products` (the forward's autocast dtype) now, not
+  // in the next forward (a CUDA graph's replay runs no host code).
+  void refresh_shadows(c10::optional<c10::ScalarType> products);
 
  private:
   AttentionOptions options_;
@@ -64,6 +69,8 @@ class AttentionImpl : public torch::nn::Module {
   Norm q_norm_{nullptr};               // (dk) RMSNorm, only with qk_norm
   Norm k_norm_{nullptr};               // (dk) RMSNorm, only with qk_norm
   torch::nn::Linear o_proj_{nullptr};  // Hq*dk -> D
+  WeightShadow qkv_shadow_;            // q/k/v_proj's weights stacked
+  WeightShadow o_shadow_;
 };
 TORCH_MODULE(Attention);
 

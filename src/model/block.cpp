@@ -27,14 +27,16 @@ BlockImpl::BlockImpl(const ModelConfig& config)
                                             .block(config.attention_block)
                                             .dropout(config.dropout)
                                             .init_std(config.init_std)
-                                            .out_init_std(out_std)));
+                                            .out_init_std(out_std)
+                                            .weight_shadows(config.weight_shadows)));
   ffn_norm_ = register_module("ffn_norm", Norm(norm));
   ffn_ = register_module("ffn", FeedForward(FeedForwardOptions(config.d_model, config.ffn_hidden)
                                                 .kind(config.ffn)
                                                 .bias(config.bias)
                                                 .init_std(config.init_std)
                                                 .out_init_std(out_std)
-                                                .fused(fused_)));
+                                                .fused(fused_)
+                                                .weight_shadows(config.weight_shadows)));
 }
 
 BlockStream BlockImpl::forward(const BlockStream& stream, const AttentionContext& context) {

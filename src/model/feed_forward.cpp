@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include "model/autocast_scope.h"
 #include "model/fused_hidden_projection.h"
 #include "model/hidden_projection.h"
 
@@ -31,6 +32,7 @@ FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options) : options_(o
     down_proj_ = register_module("down_proj", torch::nn::Linear(torch::nn::LinearOptions(h, d).bias(bias)));
   }
   reset_parameters();
+  shadows_.resize(layers().size());
 }
 
 void FeedForwardImpl::reset_parameters() {
@@ -44,30 +46,47 @@ void FeedForwardImpl::reset_parameters() {
   }
 }
 
+std::vector<torch::nn::Linear> FeedForwardImpl::layers() const {
+  if (options_.kind() == FfnKind::kSwiglu) return {gate_proj_, up_proj_, down_proj_};
+  return {fc_in_, fc_out_};
+}
+
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == options_.d_model(),
               "[ffn] expected (...,D) with D=", options_.d_model(), ", got ", x.sizes());
-  if (options_.kind() != FfnKind::kRelu && options_.fused() && x.is_cuda()) {
+  const FfnKind kind = options_.kind();
+  const std::vector<torch::nn::Linear> layer = layers();
+  const c10::optional<c10::ScalarType> shadow = shadow_dtype(
+      options_.weight_shadows(), enabled_autocast_dtype(x.device().type()), layer.front()->weight);
+  // The weight layer i's product takes: its shadow, or its own.
+  const auto weight = [&](size_t i) {
+    return shadow ? shadows_[i].weight({layer[i]->weight}, *shadow) : layer[i]->weight;
+  };
+  // As torch::nn::Linear computes it (the frontend's linear: matmul, then the bias added in place).
+  const auto product = [&](size_t i, const torch::Tensor& in) {
+    return torch::nn::functional::linear(in, weight(i), layer[i]->bias);
+  };
+  const size_t out = layer.size() - 1;
+  if (kind != FfnKind::kRelu && options_.fused() && x.is_cuda()) {
     // The input products without their biases, which the activation's kernel adds.
-    const bool swiglu = options_.kind() == FfnKind::kSwiglu;
-    torch::nn::Linear& first = swiglu ? gate_proj_ : fc_in_;
-    HiddenInputs in{torch::linear(x, first->weight), first->bias};
-    if (swiglu) in.second = torch::linear(x, up_proj_->weight), in.second_bias = up_proj_->bias;
-    if (hidden_projection_fusable(options_.kind(), in.first)) {
-      torch::nn::Linear& out = swiglu ? down_proj_ : fc_out_;
-      return fused_project_hidden(options_.kind(), in, out->weight, out->bias);  // (...,D)
-    }
+    HiddenInputs in{torch::linear(x, weight(0)), layer[0]->bias};
+    if (kind == FfnKind::kSwiglu) in.second = torch::linear(x, weight(1)), in.second_bias = layer[1]->bias;
+    if (hidden_projection_fusable(kind, in.first))
+      return fused_project_hidden(kind, in, weight(out), layer[out]->bias);  // (...,D)
   }
-  if (options_.kind() == FfnKind::kGelu || options_.kind() == FfnKind::kGeluTanh) {
-    return project_hidden(options_.kind(), fc_in_(x), torch::Tensor(), fc_out_->weight,
-                          fc_out_->bias);  // (...,hidden) -> (...,D)
-  }
-  if (options_.kind() == FfnKind::kRelu) {
-    // Nothing to recompute: relu's backward reads its output, which fc_out keeps anyway.
-    return fc_out_(torch::relu(fc_in_(x)));  // (...,hidden) -> (...,D)
-  }
-  return project_hidden(FfnKind::kSwiglu, gate_proj_(x), up_proj_(x), down_proj_->weight,
-                        down_proj_->bias);  // (...,hidden) -> (...,D)
+  // Nothing to recompute for relu: its backward reads its output, which fc_out keeps anyway.
+  if (kind == FfnKind::kRelu) return product(1, torch::relu(product(0, x)));  // (...,hidden) -> (...,D)
+  if (kind == FfnKind::kGelu || kind == FfnKind::kGeluTanh)
+    return project_hidden(kind, product(0, x), torch::Tensor(), weight(1), layer[1]->bias);
+  return project_hidden(kind, product(0, x), product(1, x), weight(2), layer[2]->bias);
+}
+
+void FeedForwardImpl::refresh_shadows(c10::optional<c10::ScalarType> products) {
+  const std::vector<torch::nn::Linear> layer = layers();
+  const c10::optional<c10::ScalarType> shadow =
+      shadow_dtype(options_.weight_shadows(), products, layer.front()->weight);
+  if (!shadow) return;
+  for (size_t i = 0; i < layer.size(); ++i) shadows_[i].copy({layer[i]->weight}, *shadow);
 }
 
 }  // namespace causal

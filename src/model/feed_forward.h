@@ -7,7 +7,10 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include <vector>
+
 #include "config/enums.h"
+#include "model/weight_shadow.h"
 
 namespace causal {
 
@@ -20,6 +23,7 @@ struct FeedForwardOptions {
   TORCH_ARG(double, init_std) = 0.02;         // std of the input-side weights
   TORCH_ARG(double, out_init_std) = 0.02;     // std of fc_out / down_proj (scaled down for depth)
   TORCH_ARG(bool, fused) = false;  // on a GPU of a CAUSAL_CUDA build, the activation by causal's kernels
+  TORCH_ARG(WeightShadows, weight_shadows) = WeightShadows::kOff;  // model.weight_shadows
 };
 
 // gelu:      fc_out(gelu(fc_in(x)))                    (exact erf GELU)
@@ -36,11 +40,16 @@ class FeedForwardImpl : public torch::nn::Module {
   // normal(0, init_std) weights (out_init_std for the output projection), zero biases.
   void reset_parameters();
   const FeedForwardOptions& options() const { return options_; }
+  // Brings the weight shadows up to date for products in `products` now (see AttentionImpl).
+  void refresh_shadows(c10::optional<c10::ScalarType> products);
 
  private:
   FeedForwardOptions options_;
   torch::nn::Linear fc_in_{nullptr}, fc_out_{nullptr};                            // gelu
   torch::nn::Linear gate_proj_{nullptr}, up_proj_{nullptr}, down_proj_{nullptr};  // swiglu
+  // The layers in product order (fc_in, fc_out or gate_proj, up_proj, down_proj) and their shadows.
+  std::vector<torch::nn::Linear> layers() const;
+  std::vector<WeightShadow> shadows_;
 };
 TORCH_MODULE(FeedForward);
 

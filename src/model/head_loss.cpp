@@ -97,12 +97,14 @@ struct ChunkedPass {
 };
 
 ChunkedPass run_chunks(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
-                       const at::Tensor& labels, const HeadLossOptions& options, bool gradients) {
+                       const at::Tensor& labels, const HeadLossOptions& options, bool gradients,
+                       const at::Tensor& padded_weight) {
   const int64_t rows = hidden.size(0), vocab = weight.size(0);
   const at::Tensor h = hidden.to(options.products);
   // Aligned rows for cuBLAS on a GPU, as the logits path's head has (gpu_products.h).
   const HeadParameters head =
-      padded_head(weight.to(options.products), bias.defined() ? bias.to(options.products) : at::Tensor());
+      padded_head(padded_weight.defined() ? weight : weight.to(options.products),
+                  bias.defined() ? bias.to(options.products) : at::Tensor(), padded_weight);
   const at::Tensor &w = head.weight, &b = head.bias;
   const auto float_options = hidden.options().dtype(at::kFloat);
   ChunkedPass out;
@@ -149,9 +151,11 @@ class ChunkedHeadLossFunction : public torch::autograd::Function<ChunkedHeadLoss
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
                                const at::Tensor& bias, const at::Tensor& labels,
-                               const HeadLossOptions& options) {
+                               const HeadLossOptions& options,
+                               const c10::optional<at::Tensor>& padded_weight) {
     const at::Tensor head_bias = bias.numel() > 0 ? bias : at::Tensor();
-    ChunkedPass pass = run_chunks(hidden, weight, head_bias, labels, options, /*gradients=*/true);
+    ChunkedPass pass = run_chunks(hidden, weight, head_bias, labels, options, /*gradients=*/true,
+                                  padded_weight.value_or(at::Tensor()));
     ctx->saved_data["grad_hidden"] = pass.grad_hidden;
     ctx->saved_data["grad_weight"] = pass.grad_weight;
     if (pass.grad_bias.defined()) ctx->saved_data["grad_bias"] = pass.grad_bias;
@@ -161,20 +165,22 @@ class ChunkedHeadLossFunction : public torch::autograd::Function<ChunkedHeadLoss
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const at::Tensor& scale = grads[0];  // () float32: d(result)/d(loss sum)
-    if (!scale.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    if (!scale.defined()) return variable_list(6);
     const auto scaled = [&](const char* name) {
       const at::Tensor g = ctx->saved_data[name].toTensor();
       return g * scale.to(g.scalar_type());
     };
     const at::Tensor grad_bias = ctx->saved_data.count("grad_bias") > 0 ? scaled("grad_bias") : at::Tensor();
-    return {scaled("grad_hidden"), scaled("grad_weight"), grad_bias, at::Tensor(), at::Tensor()};
+    return {scaled("grad_hidden"), scaled("grad_weight"), grad_bias,
+            at::Tensor(),          at::Tensor(),          at::Tensor()};
   }
 };
 
 }  // namespace
 
 HeadLoss chunked_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
-                           const at::Tensor& labels, const HeadLossOptions& options) {
+                           const at::Tensor& labels, const HeadLossOptions& options,
+                           const at::Tensor& padded_weight) {
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
               "[head_loss] expected hidden (N,D) and weight (V,D), got ", hidden.sizes(), " and ",
               weight.sizes());
@@ -189,12 +195,14 @@ HeadLoss chunked_head_loss(const at::Tensor& hidden, const at::Tensor& weight, c
   HeadLoss out;
   if (wants_gradients) {
     const at::Tensor bias_argument = bias.defined() ? bias : at::empty({0}, weight.options());
-    const variable_list result =
-        ChunkedHeadLossFunction::apply(hidden, weight, bias_argument, rows_labels, options);
+    const variable_list result = ChunkedHeadLossFunction::apply(
+        hidden, weight, bias_argument, rows_labels, options,
+        padded_weight.defined() ? c10::optional<at::Tensor>(padded_weight) : c10::optional<at::Tensor>());
     out.sum = result[0];
     if (options.max_abs_logit) out.max_abs_logit = result[1];
   } else {
-    const ChunkedPass pass = run_chunks(hidden, weight, bias, rows_labels, options, /*gradients=*/false);
+    const ChunkedPass pass =
+        run_chunks(hidden, weight, bias, rows_labels, options, /*gradients=*/false, padded_weight);
     out.sum = pass.sum;
     if (options.max_abs_logit) out.max_abs_logit = pass.max_abs;
   }

@@ -23,8 +23,11 @@ struct HeadLoss {
 // of linear(hidden, weight, bias) cast to float32, the logits path's value up to the order of the sums.
 // With gradients wanted (grad mode on and an input that requires them), each chunk's gradients are made
 // as soon as its loss is, while its logits are at hand; backward only scales them by the loss's gradient.
+// `padded_weight`, when defined, is the weight as the products take it (a shadow: padded_head()'s rows, in
+// options.products), read in place of casting and padding `weight`; the gradient still goes to `weight`.
 HeadLoss chunked_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
-                           const at::Tensor& labels, const HeadLossOptions& options);
+                           const at::Tensor& labels, const HeadLossOptions& options,
+                           const at::Tensor& padded_weight = at::Tensor());
 
 // Rows per chunk that keep one chunk's float32 logits within `bytes`: a multiple of 64, at least 64.
 int64_t head_loss_chunk_rows(int64_t vocab, int64_t bytes);

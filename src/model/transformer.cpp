@@ -182,10 +182,31 @@ torch::Tensor TransformerImpl::head_bias() const {
   return config_.tie_embeddings ? torch::Tensor() : head_->bias;
 }
 
+torch::Tensor TransformerImpl::head_shadow() {
+  const torch::Tensor weight = head_weight();
+  const c10::optional<c10::ScalarType> dtype =
+      shadow_dtype(config_.weight_shadows, autocast_dtype(config_.autocast), weight);
+  return dtype ? head_shadow_.copy({weight}, *dtype, head_rows(weight)) : torch::Tensor();
+}
+
+void TransformerImpl::refresh_weight_shadows() {
+  const c10::optional<c10::ScalarType> products = autocast_dtype(config_.autocast);
+  for (const Block& block : blocks_) {
+    block->attn()->refresh_shadows(products);
+    block->ffn()->refresh_shadows(products);
+  }
+  head_shadow();
+}
+
 torch::Tensor TransformerImpl::logits(const torch::Tensor& hidden) {
   const c10::ScalarType parameter_dtype = fields_[0]->weight.scalar_type();
   const AutocastScope autocast_scope(fields_[0]->weight.device().type(), autocast_dtype(config_.autocast));
-  torch::Tensor logits = head_product(hidden, head_weight(), head_bias());  // (B,T,V)
+  const torch::Tensor weight = head_weight();
+  const c10::optional<c10::ScalarType> shadow =
+      shadow_dtype(config_.weight_shadows, autocast_dtype(config_.autocast), weight);
+  torch::Tensor logits = head_product(
+      hidden, weight, head_bias(),
+      shadow ? head_shadow_.weight({weight}, *shadow, head_rows(weight)) : torch::Tensor());  // (B,T,V)
   // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in,
   // and contiguous (a GPU's padded head leaves a view).
   if (logits.scalar_type() != parameter_dtype) logits = logits.to(parameter_dtype);

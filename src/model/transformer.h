@@ -15,6 +15,7 @@
 #include "model/forward_hooks.h"
 #include "model/kv_cache.h"
 #include "model/norm.h"
+#include "model/weight_shadow.h"
 
 namespace causal {
 
@@ -49,6 +50,12 @@ class TransformerImpl : public torch::nn::Module {
   // The output head's weight (V,D), the input embedding's when tied, and its bias (V) or undefined.
   torch::Tensor head_weight() const;
   torch::Tensor head_bias() const;
+  // The head's weight as its products take it under model.weight_shadows (gpu_products.h's padded_head:
+  // padded on a GPU, in autocast's dtype), made fresh; undefined when the products take head_weight().
+  torch::Tensor head_shadow();
+  // Makes every weight shadow fresh now. Each forward does so for the shadows it reads; a replayed CUDA
+  // graph runs no host code, so its caller does it first.
+  void refresh_weight_shadows();
   // Where observers register (forward_hooks.h); the forward calls them at its hook points.
   ForwardHooks& hooks() { return hooks_; }
   const ModelConfig& config() const { return config_; }
@@ -63,6 +70,7 @@ class TransformerImpl : public torch::nn::Module {
   std::vector<Block> blocks_;                   // L blocks, typed view of blocks_list_
   Norm final_norm_{nullptr};
   torch::nn::Linear head_{nullptr};  // D -> V; absent when tied
+  WeightShadow head_shadow_;
 
   ForwardHooks hooks_;
 

@@ -15,8 +15,9 @@ namespace {
 
 // Model fields that change how the trained weights are applied, never the weights themselves.
 const std::set<std::string> kEvaluationModelFields = {
-    "model.max_seq_len",    "model.attention",     "model.attention_block", "model.autocast",
-    "model.kernels",        "model.rope.scaling",  "model.rope.factor",     "model.rope.original_max_seq_len",
+    "model.max_seq_len",    "model.attention",     "model.attention_block",
+    "model.autocast",       "model.kernels",       "model.weight_shadows",
+    "model.rope.scaling",   "model.rope.factor",   "model.rope.original_max_seq_len",
     "model.rope.beta_fast", "model.rope.beta_slow"};
 
 bool may_change_at_evaluation(const std::string& path) {
@@ -36,7 +37,7 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
           "--set", path,
           "cannot change when evaluating a checkpoint: it would change the trained weights or what "
           "they compute; only data.*, device, threads, model.max_seq_len, model.attention, "
-          "model.attention_block, model.autocast, model.kernels and "
+          "model.attention_block, model.autocast, model.kernels, model.weight_shadows and "
           "model.rope.{scaling,factor,original_max_seq_len,"
           "beta_fast,beta_slow} may (docs/checkpoints.md)");
     }

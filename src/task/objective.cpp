@@ -47,8 +47,9 @@ TrainingLoss training_loss_sum(Transformer& model, const Batch& batch, const Tra
   options.products = products_dtype(model->config().autocast);
   options.ignore_label = kIgnoreLabel;
   options.max_abs_logit = max_abs_logit;
-  const HeadLoss loss = chunked_head_loss(hidden.reshape({rows, hidden.size(2)}), model->head_weight(),
-                                          model->head_bias(), batch.labels.reshape({rows}), options);
+  const HeadLoss loss =
+      chunked_head_loss(hidden.reshape({rows, hidden.size(2)}), model->head_weight(), model->head_bias(),
+                        batch.labels.reshape({rows}), options, model->head_shadow());
   out.sum = loss.sum;
   out.max_abs_logit = loss.max_abs_logit;
   return out;

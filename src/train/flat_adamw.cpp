@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <cmath>
 #include <memory>
@@ -155,6 +156,9 @@ at::Tensor FlatAdamW::fused_step(LossClosure closure) {
     }
     fused_adamw(params, grads, exp_avgs, exp_avg_sqs, step, options.lr(), std::get<0>(options.betas()),
                 std::get<1>(options.betas()), options.weight_decay(), options.eps());
+    // The fused kernel leaves the parameters' version counters as they were (LibTorch 2.11 on the CPU):
+    // bumped here, as for the flat buffer's parameters below.
+    for (const at::Tensor& p : params) torch::autograd::impl::bump_version(p);
   }
   return loss;
 }
@@ -187,6 +191,10 @@ at::Tensor FlatAdamW::step(LossClosure closure) {
         grads.push_back(grad.is_contiguous() ? grad.view(-1) : grad.reshape(-1));  // a view is one dispatch
       }
       adamw_update(flat.params, flat.exp_avg, flat.exp_avg_sq, at::cat(grads), options, step);
+      // A parameter moved into the flat buffer by set_data keeps its own version counter, which writes
+      // through the buffer leave as it was: bumped here, so that what checks it (autograd's saved tensors,
+      // the model's weight shadows, weight_shadow.h) sees the change.
+      for (const size_t i : flat.small) torch::autograd::impl::bump_version(params[i]);
     }
     for (const size_t i : flat.large) {
       auto* state = flat.states[i];

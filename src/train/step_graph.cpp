@@ -120,8 +120,12 @@ at::Tensor StepGraph::run(Transformer& model, const Batch& batch, const TrainCon
     s.graph.reset();
     s.warmups = 0;
   }
-  // The graph's stream starts after what the caller queued (the batch's copy, the zeroed gradients), and
-  // the caller's continues after the graph's work: every tensor either reads stays valid meanwhile.
+  // A replay reads the weight shadows without checking them: the ones the optimizer's step made stale are
+  // copied again now, on the caller's stream.
+  model->refresh_weight_shadows();
+  // The graph's stream starts after what the caller queued (the batch's copy, the zeroed gradients, the
+  // shadows), and the caller's continues after the graph's work: every tensor either reads stays valid
+  // meanwhile.
   const at::cuda::CUDAStream caller = at::cuda::getCurrentCUDAStream(index);
   at::cuda::CUDAEvent queued;
   queued.record(caller);

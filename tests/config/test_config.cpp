@@ -55,7 +55,7 @@ const char* const kNonDefaultRetrieval = R"({
     "position": "learned", "max_seq_len": 64,
     "rope": {"theta": 500000.5, "pairing": "halves", "scaling": "linear", "factor": 2.5,
              "original_max_seq_len": 48, "beta_fast": 16, "beta_slow": 2},
-    "attention": "sdpa", "attention_block": 32, "attention_window": 48, "autocast": "bf16", "kernels": "aten", "qk_norm": true, "bias": false, "qkv_bias": true,
+    "attention": "sdpa", "attention_block": 32, "attention_window": 48, "autocast": "bf16", "kernels": "aten", "weight_shadows": "on", "qk_norm": true, "bias": false, "qkv_bias": true,
     "dropout": 0.1,
     "init_std": 0.0123456789012345
   },
@@ -82,7 +82,7 @@ const char* const kNonDefaultText = R"({
     "position": "learned", "max_seq_len": 64,
     "rope": {"theta": 20000, "pairing": "halves", "scaling": "yarn", "factor": 4,
              "original_max_seq_len": 32, "beta_fast": 24, "beta_slow": 0.5},
-    "attention": "sdpa", "attention_block": 7, "attention_window": 5, "autocast": "bf16", "kernels": "aten", "qk_norm": true, "bias": false, "qkv_bias": true,
+    "attention": "sdpa", "attention_block": 7, "attention_window": 5, "autocast": "bf16", "kernels": "aten", "weight_shadows": "on", "qk_norm": true, "bias": false, "qkv_bias": true,
     "tie_embeddings": true,
     "dropout": 0.25,
     "init_std": 0.01

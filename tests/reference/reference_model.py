@@ -40,7 +40,7 @@ DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF1
 MODEL_FIELDS = {"inputs": list, "output_vocab": int, "d_model": int, "n_layers": int, "n_heads": int,
                 "n_kv_heads": int, "ffn": str, "ffn_hidden": int, "ffn_multiple_of": int, "norm": str,
                 "norm_eps": float, "position": str, "max_seq_len": int, "rope": dict, "attention": str,
-                "attention_block": int, "attention_window": int, "autocast": str, "kernels": str, "qk_norm": bool, "bias": bool, "qkv_bias": bool,
+                "attention_block": int, "attention_window": int, "autocast": str, "kernels": str, "weight_shadows": str, "qk_norm": bool, "bias": bool, "qkv_bias": bool,
                 "tie_embeddings": bool,
                 "dropout": float, "init_std": float}
 ROPE_FIELDS = {"theta": float, "pairing": str, "scaling": str, "factor": float, "original_max_seq_len": int,
@@ -48,7 +48,7 @@ ROPE_FIELDS = {"theta": float, "pairing": str, "scaling": str, "factor": float, 
 INPUT_FIELDS = {"name": str, "vocab": int}
 RESOLVED_HINT = "expected causal's resolved config (a run folder's config.json, or causal train --print-config)"
 ENUMS = {"ffn": ("gelu", "gelu_tanh", "swiglu", "relu"), "norm": ("layernorm", "rmsnorm"), "position": ("none", "learned", "rope"),
-         "attention": ("reference", "sdpa", "flash", "query_blocks"), "autocast": ("off", "bf16"), "kernels": ("auto", "aten"), "pairing": ("interleaved", "halves"),
+         "attention": ("reference", "sdpa", "flash", "query_blocks"), "autocast": ("off", "bf16"), "kernels": ("auto", "aten"), "weight_shadows": ("auto", "on", "off"), "pairing": ("interleaved", "halves"),
          "scaling": ("none", "linear", "ntk", "yarn")}
 BATCH_NAMES = ("tokens", "positions", "segment_ids", "key_valid", "labels", "logits", "loss")
 

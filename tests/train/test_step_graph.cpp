@@ -10,53 +10,18 @@
 #include "model/transformer.h"
 #include "support/small_model.h"
 #include "support/test_device.h"
-#include "train/optimizer.h"
+#include "support/training_steps.h"
 #include "train/step_graph.h"
-#include "train/trainer.h"
 
 using namespace causal;
 
 namespace {
 
-// Micro-batches of random tokens, rows x 16, on `device`; a few labels outside the loss.
-std::vector<Batch> micro_batches(int64_t count, int64_t rows, const c10::Device& device) {
-  std::vector<Batch> out;
-  for (int64_t i = 0; i < count; ++i) {
-    Batch b;
-    b.tokens = torch::randint(11, {rows, 16, 1}, torch::kLong);
-    b.positions = torch::arange(16, torch::kLong).unsqueeze(0).expand({rows, 16}).contiguous();
-    b.key_valid = torch::ones({rows, 16}, torch::kBool);
-    b.labels = torch::randint(11, {rows, 16}, torch::kLong);
-    b.labels.select(1, 0).fill_(kIgnoreLabel);
-    out.push_back(b.to(device));
-  }
-  return out;
-}
-
-struct Run {
-  std::vector<double> losses;
-  std::vector<torch::Tensor> weights;
-};
-
-// `steps` training steps of two micro-batches each, with AdamW between them; through `graph` when given.
-Run train_steps(const c10::Device& device, int64_t steps, StepGraph* graph) {
+// `steps` steps of the small text model with dropout, through `graph` when given.
+testing::TrainedSteps train_steps(const c10::Device& device, int64_t steps, StepGraph* graph) {
   ModelConfig c = testing::small_text_model(AttentionKind::kSdpa, 8);
   c.dropout = 0.1;
-  torch::manual_seed(21);
-  Transformer model(c);
-  model->to(device);
-  model->train();
-  TrainConfig train;
-  auto optimizer = make_adamw(*model, train.optimizer);
-  Run run;
-  torch::manual_seed(22);  // the same batches and the same dropout draws for both runs
-  for (int64_t step = 0; step < steps; ++step) {
-    const std::vector<Batch> batches = micro_batches(2, 3, device);
-    run.losses.push_back(accumulate_gradients(model, batches, train, false, nullptr, nullptr, graph).loss);
-    optimizer->step();
-  }
-  for (const torch::Tensor& p : model->parameters()) run.weights.push_back(p.detach().cpu());
-  return run;
+  return testing::train_random_steps(c, TrainConfig{}, device, steps, graph);
 }
 
 struct Watcher : ForwardObserver {
@@ -72,8 +37,8 @@ CATCH_TEST_CASE(
   const c10::Device cpu(c10::kCPU);
   CATCH_CHECK(!StepGraph::available(cpu));
   StepGraph graph;
-  const Run eager = train_steps(cpu, 3, nullptr);
-  const Run beside = train_steps(cpu, 3, &graph);
+  const testing::TrainedSteps eager = train_steps(cpu, 3, nullptr);
+  const testing::TrainedSteps beside = train_steps(cpu, 3, &graph);
   CATCH_CHECK(eager.losses == beside.losses);
   for (size_t i = 0; i < eager.weights.size(); ++i)
     CATCH_CHECK(torch::equal(eager.weights[i], beside.weights[i]));
@@ -89,12 +54,12 @@ CATCH_TEST_CASE("cuda graphs: on the test device, steps replayed from a graph eq
   StepGraph graph;
   // Two eager warm-ups, the capture in the second step, then replays; the optimizer's first step may lay
   // the parameters out anew, which makes a second capture.
-  const Run graphed = train_steps(device, 6, &graph);
+  const testing::TrainedSteps graphed = train_steps(device, 6, &graph);
   CATCH_INFO("capture failure: " << graph.disabled_reason());
   CATCH_REQUIRE(graph.disabled_reason().empty());
   CATCH_CHECK(graph.captures() >= 1);
   CATCH_CHECK(graph.replays() >= 6);
-  const Run eager = train_steps(device, 6, nullptr);
+  const testing::TrainedSteps eager = train_steps(device, 6, nullptr);
   CATCH_CHECK(graphed.losses == eager.losses);
   for (size_t i = 0; i < eager.weights.size(); ++i)
     CATCH_CHECK(torch::equal(graphed.weights[i], eager.weights[i]));
@@ -124,11 +89,11 @@ CATCH_TEST_CASE("cuda graphs: on the test device, what a graph cannot replay run
   model->train();
   for (int i = 0; i < 3; ++i) {  // warm-ups and the capture
     graph.zero_gradients(model);
-    CATCH_CHECK(graph.run(model, micro_batches(1, 3, device)[0], train, 0.5f).defined());
+    CATCH_CHECK(graph.run(model, testing::random_micro_batches(1, 3, device)[0], train, 0.5f).defined());
   }
   CATCH_CHECK(graph.captures() == 1);
   // Another number of rows: not the captured shapes.
-  CATCH_CHECK(!graph.run(model, micro_batches(1, 4, device)[0], train, 0.5f).defined());
-  CATCH_CHECK(graph.run(model, micro_batches(1, 3, device)[0], train, 0.5f).defined());
+  CATCH_CHECK(!graph.run(model, testing::random_micro_batches(1, 4, device)[0], train, 0.5f).defined());
+  CATCH_CHECK(graph.run(model, testing::random_micro_batches(1, 3, device)[0], train, 0.5f).defined());
   CATCH_CHECK(graph.replays() == 2);
 }
