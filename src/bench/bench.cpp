@@ -81,9 +81,7 @@ BenchResult run_bench(const RunConfig& config, const BenchOptions& options) {
 
   // As `causal train` runs it: from a CUDA graph where it may (train.cuda_graphs), which leaves the forward
   // and backward untimed apart.
-  std::unique_ptr<StepGraph> graph;
-  if (config.train.cuda_graphs == CudaGraphs::kAuto && StepGraph::available(device))
-    graph = std::make_unique<StepGraph>();
+  const std::unique_ptr<StepGraph> graph = StepGraph::for_run(config.train, device);
   const auto take_step = [&](int64_t step, StepGraph* step_graph) {
     StepTimes t;
     const auto start = Clock::now();

@@ -56,7 +56,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   const int64_t hkv = options_.n_kv_heads();
   const int64_t dk = head_dim();
 
-  const std::vector<torch::Tensor> masters = {q_proj_->weight, k_proj_->weight, v_proj_->weight};
+  const std::vector<torch::Tensor> masters = qkv_weights();
   const c10::optional<c10::ScalarType> shadow =
       shadow_dtype(options_.weight_shadows(), enabled_autocast_dtype(x.device().type()), masters.front());
   const std::vector<torch::Tensor> qkv =
@@ -96,11 +96,15 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   return o_proj_(out);  // (B,T,D)
 }
 
+std::vector<torch::Tensor> AttentionImpl::qkv_weights() const {
+  return {q_proj_->weight, k_proj_->weight, v_proj_->weight};
+}
+
 void AttentionImpl::refresh_shadows(c10::optional<c10::ScalarType> products) {
   const c10::optional<c10::ScalarType> shadow =
       shadow_dtype(options_.weight_shadows(), products, q_proj_->weight);
   if (!shadow) return;
-  qkv_shadow_.copy({q_proj_->weight, k_proj_->weight, v_proj_->weight}, *shadow);
+  qkv_shadow_.copy(qkv_weights(), *shadow);
   o_shadow_.copy({o_proj_->weight}, *shadow);
 }
 

@@ -6,6 +6,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include <vector>
+
 #include "config/enums.h"
 #include "model/attention_kernels.h"
 #include "model/forward_hooks.h"
@@ -63,13 +65,14 @@ class AttentionImpl : public torch::nn::Module {
 
  private:
   AttentionOptions options_;
-  torch::nn::Linear q_proj_{nullptr};  // D -> Hq*dk
-  torch::nn::Linear k_proj_{nullptr};  // D -> Hkv*dk
-  torch::nn::Linear v_proj_{nullptr};  // D -> Hkv*dk
-  Norm q_norm_{nullptr};               // (dk) RMSNorm, only with qk_norm
-  Norm k_norm_{nullptr};               // (dk) RMSNorm, only with qk_norm
-  torch::nn::Linear o_proj_{nullptr};  // Hq*dk -> D
-  WeightShadow qkv_shadow_;            // q/k/v_proj's weights stacked
+  torch::nn::Linear q_proj_{nullptr};              // D -> Hq*dk
+  torch::nn::Linear k_proj_{nullptr};              // D -> Hkv*dk
+  torch::nn::Linear v_proj_{nullptr};              // D -> Hkv*dk
+  Norm q_norm_{nullptr};                           // (dk) RMSNorm, only with qk_norm
+  Norm k_norm_{nullptr};                           // (dk) RMSNorm, only with qk_norm
+  torch::nn::Linear o_proj_{nullptr};              // Hq*dk -> D
+  std::vector<torch::Tensor> qkv_weights() const;  // q_proj's, k_proj's and v_proj's, in that order
+  WeightShadow qkv_shadow_;                        // qkv_weights() stacked
   WeightShadow o_shadow_;
 };
 TORCH_MODULE(Attention);

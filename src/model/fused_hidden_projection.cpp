@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "model/autocast_scope.h"
+#include "model/optional_tensor.h"
 
 #ifdef CAUSAL_CUDA_KERNELS
 #include "model/ffn_activation_rows.h"
@@ -101,10 +102,6 @@ class FusedHiddenProjectionFunction : public torch::autograd::Function<FusedHidd
     return result;
   }
 };
-
-c10::optional<at::Tensor> optional_tensor(const at::Tensor& t) {
-  return t.defined() ? c10::optional<at::Tensor>(t) : c10::optional<at::Tensor>();
-}
 
 }  // namespace
 #endif

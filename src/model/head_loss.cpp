@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "model/gpu_products.h"
+#include "model/optional_tensor.h"
 
 #ifdef CAUSAL_CUDA_KERNELS
 #include "model/cross_entropy_rows.h"
@@ -195,9 +196,8 @@ HeadLoss chunked_head_loss(const at::Tensor& hidden, const at::Tensor& weight, c
   HeadLoss out;
   if (wants_gradients) {
     const at::Tensor bias_argument = bias.defined() ? bias : at::empty({0}, weight.options());
-    const variable_list result = ChunkedHeadLossFunction::apply(
-        hidden, weight, bias_argument, rows_labels, options,
-        padded_weight.defined() ? c10::optional<at::Tensor>(padded_weight) : c10::optional<at::Tensor>());
+    const variable_list result = ChunkedHeadLossFunction::apply(hidden, weight, bias_argument, rows_labels,
+                                                                options, optional_tensor(padded_weight));
     out.sum = result[0];
     if (options.max_abs_logit) out.max_abs_logit = result[1];
   } else {

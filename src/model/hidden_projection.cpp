@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "model/autocast_scope.h"
+#include "model/optional_tensor.h"
 
 namespace causal {
 namespace {
@@ -98,10 +99,7 @@ at::Tensor project_hidden(FfnKind kind, const at::Tensor& first, const at::Tenso
       enabled_autocast_dtype(first.device().type()).value_or(weight.scalar_type());
   if (!records || first.scalar_type() != products)
     return torch::linear(hidden_of(kind, first, second), weight, bias);
-  const auto optional = [](const at::Tensor& t) {
-    return t.defined() ? c10::optional<at::Tensor>(t) : c10::optional<at::Tensor>();
-  };
-  return HiddenProjectionFunction::apply(first, optional(second), weight, optional(bias),
+  return HiddenProjectionFunction::apply(first, optional_tensor(second), weight, optional_tensor(bias),
                                          static_cast<int64_t>(kind));
 }
 

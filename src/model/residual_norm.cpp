@@ -5,6 +5,7 @@
 
 #ifdef CAUSAL_CUDA_KERNELS
 #include "model/kernel_launch.h"
+#include "model/optional_tensor.h"
 #include "model/residual_norm_rows.h"
 #endif
 
@@ -135,10 +136,9 @@ ResidualNormed residual_norm(const at::Tensor& residual, const at::Tensor& delta
   TORCH_CHECK(is_kernel_dtype(spec.normed_dtype), "[norm] no fused residual norm writing ",
               spec.normed_dtype);
   TORCH_CHECK(!spec.rms || !bias.defined(), "[norm] RMSNorm has no bias");
-  const c10::optional<at::Tensor> optional_bias =
-      bias.defined() ? c10::optional<at::Tensor>(bias) : c10::optional<at::Tensor>();
-  const variable_list out = ResidualNormFunction::apply(residual, delta, weight, optional_bias, spec.rms,
-                                                        spec.eps, static_cast<int64_t>(spec.normed_dtype));
+  const variable_list out =
+      ResidualNormFunction::apply(residual, delta, weight, optional_tensor(bias), spec.rms, spec.eps,
+                                  static_cast<int64_t>(spec.normed_dtype));
   return {out[0], out[1]};
 #else
   (void)spec;

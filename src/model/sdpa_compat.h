@@ -11,6 +11,8 @@
 #include <ATen/ops/_scaled_dot_product_attention.h>
 #endif
 
+#include "model/optional_tensor.h"
+
 namespace causal {
 
 // Fused attention over q (B,H,Tq,dk), k/v (B,H,Tk,dk) (equal head counts) with a boolean mask
@@ -24,8 +26,7 @@ inline at::Tensor fused_scaled_dot_product_attention(const at::Tensor& q, const 
   TORCH_CHECK(!is_causal || (!mask.defined() && q.size(2) == k.size(2)), "[attention] causal flag with ",
               q.size(2), " queries, ", k.size(2), " keys and ", mask.defined() ? "a" : "no",
               " mask: it is only right for one whole sequence without a mask");
-  const c10::optional<at::Tensor> attn_mask =
-      mask.defined() ? c10::optional<at::Tensor>(mask) : c10::optional<at::Tensor>();
+  const c10::optional<at::Tensor> attn_mask = optional_tensor(mask);
 #if TORCH_VERSION_MAJOR >= 2
   // 2.x: public op returning the output only.
   return at::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal);

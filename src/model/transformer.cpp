@@ -182,10 +182,13 @@ torch::Tensor TransformerImpl::head_bias() const {
   return config_.tie_embeddings ? torch::Tensor() : head_->bias;
 }
 
+c10::optional<c10::ScalarType> TransformerImpl::head_shadow_dtype() const {
+  return shadow_dtype(config_.weight_shadows, autocast_dtype(config_.autocast), head_weight());
+}
+
 torch::Tensor TransformerImpl::head_shadow() {
   const torch::Tensor weight = head_weight();
-  const c10::optional<c10::ScalarType> dtype =
-      shadow_dtype(config_.weight_shadows, autocast_dtype(config_.autocast), weight);
+  const c10::optional<c10::ScalarType> dtype = head_shadow_dtype();
   return dtype ? head_shadow_.copy({weight}, *dtype, head_rows(weight)) : torch::Tensor();
 }
 
@@ -202,8 +205,7 @@ torch::Tensor TransformerImpl::logits(const torch::Tensor& hidden) {
   const c10::ScalarType parameter_dtype = fields_[0]->weight.scalar_type();
   const AutocastScope autocast_scope(fields_[0]->weight.device().type(), autocast_dtype(config_.autocast));
   const torch::Tensor weight = head_weight();
-  const c10::optional<c10::ScalarType> shadow =
-      shadow_dtype(config_.weight_shadows, autocast_dtype(config_.autocast), weight);
+  const c10::optional<c10::ScalarType> shadow = head_shadow_dtype();
   torch::Tensor logits = head_product(
       hidden, weight, head_bias(),
       shadow ? head_shadow_.weight({weight}, *shadow, head_rows(weight)) : torch::Tensor());  // (B,T,V)

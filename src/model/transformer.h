@@ -89,6 +89,8 @@ class TransformerImpl : public torch::nn::Module {
   // rope_inv_freq on the device of the last forward: made on the host and copied once, not every forward (a
   // copy from pageable host memory, which a CUDA graph cannot capture).
   torch::Tensor rope_inv_freq_;
+  // The dtype the head's shadow is kept in (weight_shadow.h's shadow_dtype), or nullopt for none.
+  c10::optional<c10::ScalarType> head_shadow_dtype() const;
 };
 TORCH_MODULE(Transformer);
 

@@ -90,6 +90,11 @@ bool StepGraph::available(const c10::Device& device) {
 #endif
 }
 
+std::unique_ptr<StepGraph> StepGraph::for_run(const TrainConfig& train, const c10::Device& device) {
+  if (train.cuda_graphs != CudaGraphs::kAuto || !available(device)) return nullptr;
+  return std::make_unique<StepGraph>();
+}
+
 bool StepGraph::usable(Transformer& model, bool collect_diagnostics, bool data_parallel) const {
   return state_->disabled.empty() && !collect_diagnostics && !data_parallel &&
          !model->hooks().any_watched() && model->is_training();

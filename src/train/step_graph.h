@@ -25,6 +25,9 @@ class StepGraph {
 
   // Whether this build can capture on `device` (a GPU of a CAUSAL_CUDA build).
   static bool available(const c10::Device& device);
+  // The graph a run on `device` takes its steps through: with train.cuda_graphs "auto" where available();
+  // else none (null).
+  static std::unique_ptr<StepGraph> for_run(const TrainConfig& train, const c10::Device& device);
 
   // Whether a step may take its micro-batches from the graph: nothing observes the forward (a hook, a
   // fault, the diagnostics of a logged step), no data-parallel reduction hooks into backward, and no

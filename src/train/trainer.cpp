@@ -249,10 +249,8 @@ Trainer::Trainer(const RunConfig& config, Transformer model, BatchSource& source
       device_(device),
       optimizer_(make_adamw(*model_, config.train.optimizer)),
       spikes_(config.train.spike_window, config.train.spike_threshold),
-      parameters_(count_parameters(*model_)) {
-  if (config.train.cuda_graphs == CudaGraphs::kAuto && StepGraph::available(device_))
-    graph_ = std::make_unique<StepGraph>();
-}
+      parameters_(count_parameters(*model_)),
+      graph_(StepGraph::for_run(config.train, device)) {}
 
 void Trainer::set_flops(double flops_per_token, double peak_flops) {
   flops_per_token_ = flops_per_token;
