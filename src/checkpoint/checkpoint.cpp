@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kAdapterFile = "adapter.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kStateFile = "state.json";
 constexpr const char* kConfigFile = "config.json";
@@ -78,6 +79,27 @@ ThreadSplit thread_split_from_json(const nlohmann::json& json, const std::string
   return split;
 }
 
+nlohmann::json BaseCheckpoint::to_json() const {
+  return {{"checkpoint", dir.string()}, {"model_sha256", model_sha256}};
+}
+
+BaseCheckpoint BaseCheckpoint::from_json(const nlohmann::json& json, const std::string& source) {
+  try {
+    return {fs::path(json.at("checkpoint").get<std::string>()), json.at("model_sha256").get<std::string>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError("[checkpoint] " + source + ": bad base: " + e.what());
+  }
+}
+
+BaseCheckpoint base_of(const fs::path& from_dir, const std::optional<BaseCheckpoint>& from_base) {
+  if (from_base) return *from_base;
+  const nlohmann::json manifest = verify_checkpoint(from_dir);
+  const nlohmann::json& files = manifest.at("files");
+  if (!files.contains(kModelFile))
+    throw CheckpointError("[checkpoint] " + from_dir.string() + " has no " + kModelFile + " to be a base");
+  return {fs::absolute(from_dir).lexically_normal(), files.at(kModelFile).at("sha256").get<std::string>()};
+}
+
 nlohmann::json TrainingState::to_json() const {
   nlohmann::json json = {{"format", kStateFormat},
                          {"step", step},
@@ -92,6 +114,7 @@ nlohmann::json TrainingState::to_json() const {
                          {"world_size", world_size}};
   if (threads) json["threads"] = thread_split_to_json(*threads);
   if (optimizer_kernel) json["optimizer_kernel"] = *optimizer_kernel;
+  if (base) json["base"] = base->to_json();
   return json;
 }
 
@@ -115,6 +138,7 @@ TrainingState TrainingState::from_json(const nlohmann::json& json, const std::st
     if (json.contains("threads")) {
       s.threads = thread_split_from_json(json.at("threads"), source);
     }
+    if (json.contains("base")) s.base = BaseCheckpoint::from_json(json.at("base"), source);
     if (json.contains("optimizer_kernel")) {
       s.optimizer_kernel = json.at("optimizer_kernel").get<std::string>();
       if (*s.optimizer_kernel != "fused" && *s.optimizer_kernel != "separate") {
@@ -163,10 +187,11 @@ void restore_global_rng(const nlohmann::json& rng, const c10::Device& device) {
 }
 
 void write_training_tensors(const fs::path& dir, torch::nn::Module& model,
-                            const torch::optim::Optimizer& optimizer, int64_t step) {
+                            const torch::optim::Optimizer& optimizer, int64_t step, bool adapter_only) {
   NamedTensors weights, moments;
   const auto& optimizer_state = optimizer.state();
   for (const auto& item : model.named_parameters()) {
+    if (adapter_only && !item.value().requires_grad()) continue;  // the base's, kept in the base
     weights.emplace_back(item.key(), item.value().detach());
     auto found = optimizer_state.find(state_key(optimizer_state, item.value()));
     if (found == optimizer_state.end()) continue;  // never updated (no gradient yet)
@@ -176,7 +201,7 @@ void write_training_tensors(const fs::path& dir, torch::nn::Module& model,
     moments.emplace_back(item.key() + ".step", at::scalar_tensor(adam.step(), at::kLong));
   }
   const std::map<std::string, std::string> metadata = {{"format", "causal"}, {"step", std::to_string(step)}};
-  save_safetensors((dir / kModelFile).string(), weights, metadata);
+  save_safetensors((dir / (adapter_only ? kAdapterFile : kModelFile)).string(), weights, metadata);
   save_safetensors((dir / kOptimizerFile).string(), moments, metadata);
 }
 
@@ -186,7 +211,7 @@ fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch
                          const std::function<void(const fs::path&)>& after_tensors) {
   fs::create_directories(root);
   return commit_checkpoint(root, state.step, [&](const fs::path& dir) {
-    write_training_tensors(dir, model, optimizer, state.step);
+    write_training_tensors(dir, model, optimizer, state.step, state.base.has_value());
     if (after_tensors) after_tensors(dir);
     write_file_synced(dir / kStateFile, state.to_json().dump(2) + "\n");
     write_file_synced(dir / kConfigFile, config.dump(2) + "\n");
@@ -238,10 +263,27 @@ fs::path find_checkpoint(const fs::path& run_dir, const std::string& ref) {
   return path;
 }
 
-void load_model_weights(const fs::path& dir, torch::nn::Module& model) {
-  const std::string file = (dir / kModelFile).string();
-  std::map<std::string, at::Tensor> stored = by_name(load_safetensors(file));
-  auto parameters = model.named_parameters();
+namespace {
+
+// Copies the tensors of `files` (each name in one file only) into `model`'s parameters of those names;
+// `files` together must hold every parameter and nothing else.
+// With `frozen_only`, the parameters that require no gradient: an adapter run's base, its adapters fresh.
+void load_parameters(const std::vector<std::string>& files, torch::nn::Module& model, bool frozen_only) {
+  std::map<std::string, at::Tensor> stored;
+  std::map<std::string, std::string> file_of;
+  for (const std::string& file : files) {
+    for (auto& [name, tensor] : load_safetensors(file)) {
+      if (!file_of.emplace(name, file).second)
+        throw CheckpointError("[checkpoint] " + file + ": tensor " + name + " is in " + file_of[name] +
+                              " too");
+      stored.emplace(name, std::move(tensor));
+    }
+  }
+  const std::string file =
+      files.size() == 1 ? files.front() : files.back() + " with its base " + files.front();
+  torch::OrderedDict<std::string, at::Tensor> parameters;
+  for (const auto& item : model.named_parameters())
+    if (!frozen_only || !item.value().requires_grad()) parameters.insert(item.key(), item.value());
   // Everything is checked before the first copy, so a refused checkpoint leaves the model untouched.
   for (const auto& item : parameters) {
     auto found = stored.find(item.key());
@@ -261,6 +303,35 @@ void load_model_weights(const fs::path& dir, torch::nn::Module& model) {
   }
   torch::NoGradGuard no_grad;
   for (auto& item : parameters) item.value().copy_(stored.at(item.key()));
+}
+
+}  // namespace
+
+void load_model_weights(const fs::path& dir, torch::nn::Module& model) {
+  load_parameters({(dir / kModelFile).string()}, model, /*frozen_only=*/false);
+}
+
+void load_frozen_weights(const fs::path& dir, torch::nn::Module& model) {
+  load_parameters({(dir / kModelFile).string()}, model, /*frozen_only=*/true);
+}
+
+void load_model_weights(const CheckpointInfo& checkpoint, torch::nn::Module& model) {
+  if (!checkpoint.state.base) return load_model_weights(checkpoint.dir, model);
+  const BaseCheckpoint& base = *checkpoint.state.base;
+  const std::string where = "[checkpoint] " + checkpoint.dir.string() + ": its base " + base.dir.string();
+  if (!fs::is_directory(base.dir))
+    throw CheckpointError(where + " is gone (an adapter checkpoint holds no base weights of its own)");
+  BaseCheckpoint now;
+  try {
+    now = base_of(base.dir, std::nullopt);
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(where + " does not verify: " + e.what());
+  }
+  if (now.model_sha256 != base.model_sha256)
+    throw CheckpointError(where + " has changed since the adapters were trained on it: its " +
+                          std::string(kModelFile) + " is not the one of sha256 " + base.model_sha256);
+  load_parameters({(base.dir / kModelFile).string(), (checkpoint.dir / kAdapterFile).string()}, model,
+                  /*frozen_only=*/false);
 }
 
 void load_optimizer_state(const fs::path& dir, torch::nn::Module& model, torch::optim::Optimizer& optimizer) {

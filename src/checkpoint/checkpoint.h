@@ -1,5 +1,6 @@
 // What a training checkpoint holds and how it is written and read back (docs/checkpoints.md):
-//   model.safetensors      parameters under their stable names (docs/model.md)
+//   model.safetensors      parameters under their stable names (docs/model.md); or, for an adapter run,
+//   adapter.safetensors    the trainable (adapter) parameters alone, the base named by state.json's "base"
 //   optimizer.safetensors  AdamW moments and step counts, "<parameter>.exp_avg|exp_avg_sq|step"
 //   state.json             step, counters, data source state, every RNG state
 //   config.json            the resolved config the run was trained with
@@ -24,6 +25,20 @@
 
 namespace causal {
 
+// The frozen weights an adapter checkpoint applies to: a full checkpoint directory, by absolute path and
+// the SHA-256 of its model.safetensors, so that a base changed or replaced under the run is refused.
+struct BaseCheckpoint {
+  std::filesystem::path dir;
+  std::string model_sha256;
+
+  nlohmann::json to_json() const;
+  static BaseCheckpoint from_json(const nlohmann::json& json, const std::string& source);
+};
+
+// The base of a run continued from `from`: its own base for an adapter checkpoint, else `from` itself
+// (verified; its model.safetensors's SHA-256 from its manifest). Throws CheckpointError.
+BaseCheckpoint base_of(const std::filesystem::path& from_dir, const std::optional<BaseCheckpoint>& from_base);
+
 // state.json: everything besides tensors that the run needs to continue as if never stopped.
 struct TrainingState {
   int64_t step = 0;                    // optimizer steps completed (skipped ones included)
@@ -38,6 +53,7 @@ struct TrainingState {
   int64_t world_size = 1;              // data-parallel ranks that trained it (absent in older checkpoints: 1)
   std::optional<ThreadSplit> threads;  // the CPU thread split it was trained with (absent in older ones)
   std::optional<std::string> optimizer_kernel;  // "fused" | "separate" (absent in older ones)
+  std::optional<BaseCheckpoint> base;           // an adapter run's frozen base (absent: full weights)
 
   nlohmann::json to_json() const;
   static TrainingState from_json(const nlohmann::json& json, const std::string& source);
@@ -69,9 +85,12 @@ std::filesystem::path save_checkpoint(
     const std::map<std::string, std::string>& extra_files = {},
     const std::function<void(const std::filesystem::path&)>& after_tensors = {});
 
-// model.safetensors and optimizer.safetensors of `model` and `optimizer` in `dir` (also used by forensics).
+// model.safetensors (every parameter) or, with `adapter_only`, adapter.safetensors (those that require
+// gradients), and optimizer.safetensors of `model` and `optimizer` in `dir` (also used by forensics, which
+// keeps every parameter). save_checkpoint writes adapter_only exactly when state.base is set.
 void write_training_tensors(const std::filesystem::path& dir, torch::nn::Module& model,
-                            const torch::optim::Optimizer& optimizer, int64_t step);
+                            const torch::optim::Optimizer& optimizer, int64_t step,
+                            bool adapter_only = false);
 
 // A verified checkpoint directory with its config and state parsed; no tensor has been read.
 struct CheckpointInfo {
@@ -88,6 +107,13 @@ std::filesystem::path find_checkpoint(const std::filesystem::path& run_dir, cons
 // Copies the stored parameters into `model`; every name must be present once with the same shape and
 // dtype (a model of another shape is refused, never partially loaded). Throws CheckpointError.
 void load_model_weights(const std::filesystem::path& dir, torch::nn::Module& model);
+// The same for a checkpoint read by read_checkpoint: an adapter checkpoint's parameters come from its
+// adapter file and its base's model file together (the base verified first, and refused by name when its
+// model.safetensors is no longer the one the run started from); a full checkpoint's from its own.
+void load_model_weights(const CheckpointInfo& checkpoint, torch::nn::Module& model);
+// A full checkpoint's weights into the parameters of `model` that require no gradient (the first step of
+// an adapter run on it: the adapters keep their fresh init); the file must hold exactly those.
+void load_frozen_weights(const std::filesystem::path& dir, torch::nn::Module& model);
 
 // Restores AdamW moments and step counts for `model`'s parameters (options such as lr are not stored:
 // the trainer recomputes lr from the step). Throws CheckpointError.

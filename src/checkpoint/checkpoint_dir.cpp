@@ -178,12 +178,13 @@ void remove_stale_temporaries(const fs::path& root) {
   }
 }
 
-void prune_checkpoints(const fs::path& root, int64_t keep) {
+void prune_checkpoints(const fs::path& root, int64_t keep, const fs::path& pinned) {
   const std::optional<fs::path> newest_complete = latest_valid_checkpoint(root);
   const std::vector<fs::path> dirs = step_dirs(root);
   std::error_code ec;
   for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 1)); i < dirs.size(); ++i) {
     if (newest_complete && dirs[i] == *newest_complete) continue;
+    if (!pinned.empty() && fs::equivalent(dirs[i], pinned, ec)) continue;
     fs::remove_all(dirs[i], ec);
   }
 }

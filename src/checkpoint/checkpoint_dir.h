@@ -41,7 +41,9 @@ std::string newest_checkpoint_problem(const std::filesystem::path& root);
 // Removes temporaries left by a crash during commit_checkpoint (called at start-up).
 void remove_stale_temporaries(const std::filesystem::path& root);
 
-// Keeps the `keep` newest step_* directories (keep >= 1); the newest complete one is never removed.
-void prune_checkpoints(const std::filesystem::path& root, int64_t keep);
+// Keeps the `keep` newest step_* directories (keep >= 1); the newest complete one is never removed, nor
+// `pinned` (an adapter run's base) when it is one of them.
+void prune_checkpoints(const std::filesystem::path& root, int64_t keep,
+                       const std::filesystem::path& pinned = {});
 
 }  // namespace causal

@@ -42,11 +42,13 @@ bool Checkpointer::save(int64_t step, bool last_step, const std::function<Traini
   double seconds = 0.0;
   {
     ScopedTimer timer(seconds);
-    last_ = save_checkpoint(root_, state(), model_, optimizer_, config_, extra_files_,
+    const TrainingState saved = state();
+    last_ = save_checkpoint(root_, saved, model_, optimizer_, config_, extra_files_,
                             [&](const std::filesystem::path& dir) {
                               if (options_.during_write) options_.during_write(dir, step);
                             });
-    prune_checkpoints(root_, options_.keep);
+    // An adapter run's base may be a checkpoint of this very folder: it must outlive every pruning.
+    prune_checkpoints(root_, options_.keep, saved.base ? saved.base->dir : std::filesystem::path());
   }
   log_.debug("checkpoint {} written in {:.3f}s", last_.string(), seconds);
   return true;

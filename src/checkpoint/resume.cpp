@@ -135,6 +135,15 @@ void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested
       config_differences(from.config, requested_config,
                          awaiting ? std::vector<std::string>{"model", "seed"}
                                   : std::vector<std::string>{"model", "data", "seed"});
+  // An adapter checkpoint continues with the very adapters it holds (their shapes, scale and targets).
+  if (from.state.base) {
+    const auto lora_of = [](const nlohmann::json& config) {
+      return config.contains("train") ? config["train"].value("lora", nlohmann::json()) : nlohmann::json();
+    };
+    const std::vector<std::string> lora =
+        config_differences({{"lora", lora_of(from.config)}}, {{"lora", lora_of(requested_config)}}, {"lora"});
+    for (const std::string& difference : lora) errors.push_back("train." + difference);
+  }
   nlohmann::json now = identity;
   if (awaiting && now.is_object()) {
     nlohmann::json tokenizer_only;

@@ -22,6 +22,7 @@ struct ExportFlags {
   std::string format;
   std::string out;
   std::string dtype = "f32";
+  bool merge = false;
 };
 
 int run_export(const ExportFlags& flags) {
@@ -36,8 +37,9 @@ int run_export(const ExportFlags& flags) {
   if (flags.format == "hf" && dtype == GgufTensorType::kQ8_0)
     throw UsageError("export: --dtype q8_0 is a GGUF block format; the HF layout takes f32, f16 or bf16");
   const auto start = std::chrono::steady_clock::now();
-  const InteropModel model = load_export_source(run_dir, flags.checkpoint);
+  const InteropModel model = load_export_source(run_dir, flags.checkpoint, flags.merge);
   const std::string& source = model.origin;
+  check_whole_model(model, flags.format);
   if (flags.format == "gguf") {
     export_gguf(model, dtype, flags.out, source);
   } else {
@@ -77,6 +79,9 @@ Command add_export_command(CLI::App& app) {
                    "blocks, as small as most downloaded models)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
+  command->add_flag("--merge", flags->merge,
+                    "For a LoRA checkpoint: fold the adapters into the base (W + scale B A) and write the "
+                    "whole model (docs/finetune.md)");
   return {command, [flags] { return run_export(*flags); }};
 }
 

@@ -16,6 +16,7 @@ enum class AttentionKind { kReference, kSdpa, kFlash, kQueryBlocks };
 enum class AutocastKind { kOff, kBf16 };
 enum class ModelKernels { kAuto, kAten };
 enum class WeightShadows { kAuto, kOn, kOff };
+enum class LoraInit { kKaiming, kGaussian };
 enum class DataKind { kRetrieval, kText };
 enum class EvidencePosition { kUniform, kFixed };
 enum class QueryMode { kUnique, kLatest };
@@ -59,6 +60,7 @@ CAUSAL_ENUM_TABLE(AutocastKind, {AutocastKind::kOff, "off"}, {AutocastKind::kBf1
 CAUSAL_ENUM_TABLE(ModelKernels, {ModelKernels::kAuto, "auto"}, {ModelKernels::kAten, "aten"})
 CAUSAL_ENUM_TABLE(WeightShadows, {WeightShadows::kAuto, "auto"}, {WeightShadows::kOn, "on"},
                   {WeightShadows::kOff, "off"})
+CAUSAL_ENUM_TABLE(LoraInit, {LoraInit::kKaiming, "kaiming"}, {LoraInit::kGaussian, "gaussian"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},
                   {EvidencePosition::kFixed, "fixed"})

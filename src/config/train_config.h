@@ -46,6 +46,38 @@ struct ScheduleConfig {
   }
 };
 
+// LoRA adapters (docs/finetune.md): with rank > 0 the model's weights are frozen and only a low-rank
+// update B A (B zero at the start) of each targeted product trains: y = x W^T + scale (x A^T) B^T.
+struct LoraConfig {
+  int64_t rank = 0;      // r; 0 = no adapters: every weight trains
+  double alpha = 16.0;   // scale = alpha / r (alpha / sqrt(r) with rslora)
+  double dropout = 0.0;  // on the adapter's input, train mode only
+  // products adapted: any of "q", "k", "v", "o", "gate", "up", "down" (a GELU FFN's fc_in is "up", fc_out
+  // "down"; "gate" is SwiGLU's) and "head" (an untied output head)
+  std::vector<std::string> targets = {"q", "k", "v", "o", "gate", "up", "down"};
+  bool rslora = false;  // rank-stabilised scale alpha / sqrt(r)
+  // "kaiming": A kaiming-uniform (a = sqrt(5)), as PEFT's default | "gaussian": A normal(0, 1/r); B zero
+  LoraInit init = LoraInit::kKaiming;
+
+  bool enabled() const { return rank > 0; }
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("rank", rank);
+    v.field("alpha", alpha);
+    v.field("dropout", dropout);
+    v.field("targets", targets);
+    v.field("rslora", rslora);
+    v.field("init", init);
+  }
+};
+
+// The target names train.lora.targets accepts, in the order products run.
+inline const std::vector<std::string>& lora_target_names() {
+  static const std::vector<std::string> names = {"q", "k", "v", "o", "gate", "up", "down", "head"};
+  return names;
+}
+
 struct TrainConfig {
   int64_t steps = 1000;     // optimizer steps
   int64_t batch_size = 32;  // sequences per micro-batch
@@ -72,6 +104,7 @@ struct TrainConfig {
   // "auto": on a GPU of a CAUSAL_CUDA build, each micro-batch's forward and backward replayed from a CUDA
   // graph where nothing observes it | "off": always eager (docs/gpu.md#cuda-graphs)
   CudaGraphs cuda_graphs = CudaGraphs::kAuto;
+  LoraConfig lora;  // adapters instead of full fine-tuning (rank 0: off)
 
   template <class V>
   void visit_fields(V& v) {
@@ -94,6 +127,7 @@ struct TrainConfig {
     v.field("loss_kernel", loss_kernel);
     v.field("loss_chunk_rows", loss_chunk_rows);
     v.field("cuda_graphs", cuda_graphs);
+    v.field("lora", lora);
   }
 };
 

@@ -389,6 +389,34 @@ void validate_eval_tasks(const RunConfig& c, const Checker& check) {
 
 }  // namespace
 
+// Adapters need a rank, a scale and products to adapt; an untied head only (a tied one is the embedding).
+void validate_lora(const RunConfig& c, const Checker& check) {
+  const LoraConfig& l = c.train.lora;
+  check.at_least("train.lora.rank", l.rank, 0, " (0 = no adapters)");
+  if (!l.enabled()) return;
+  check.positive("train.lora.alpha", l.alpha);
+  check.in_range("train.lora.dropout", l.dropout, 0.0, true, 1.0, false);
+  if (l.targets.empty()) check.fail("train.lora.targets", "must name at least one product");
+  const std::vector<std::string>& names = lora_target_names();
+  std::string allowed;
+  for (const std::string& name : names) allowed += (allowed.empty() ? "\"" : ", \"") + name + "\"";
+  std::set<std::string> seen;
+  for (size_t i = 0; i < l.targets.size(); ++i) {
+    const std::string path = "train.lora.targets[" + str(static_cast<int64_t>(i)) + "]";
+    const std::string& target = l.targets[i];
+    if (std::find(names.begin(), names.end(), target) == names.end())
+      check.fail(path, "expected one of " + allowed + ", got \"" + target + "\"");
+    if (!seen.insert(target).second) check.fail(path, "\"" + target + "\" is named twice");
+    if (target == "head" && c.model.tie_embeddings)
+      check.fail(path,
+                 "\"head\" needs an untied output head: with model.tie_embeddings the head is the "
+                 "input embedding, which has no product to adapt");
+  }
+  if (c.model.ffn != FfnKind::kSwiglu && seen.size() == 1 && seen.count("gate"))
+    check.fail("train.lora.targets", "\"gate\" is SwiGLU's gate_proj; model.ffn \"" + to_string(c.model.ffn) +
+                                         "\" has none, so nothing would train");
+}
+
 void validate_dist(const DistConfig& d, const Checker& check) {
   check.positive("dist.timeout_s", d.timeout_s);
   check.positive("dist.bucket_mb", d.bucket_mb);
@@ -408,6 +436,7 @@ void validate(const RunConfig& config, const std::string& source, ConfigScope sc
   kind_checks.at(config.data.kind)(config, check);
   validate_train(config.train, check);
   validate_eval_tasks(config, check);
+  validate_lora(config, check);
   validate_dist(config.dist, check);
   // The same bound for a whole micro-batch, once train.batch_size is known to be >= 1.
   check_cost_size(config.model, config.model.max_seq_len, config.train.batch_size, source,

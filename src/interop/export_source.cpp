@@ -9,6 +9,7 @@
 
 #include "config/config_io.h"
 #include "core/errors.h"
+#include "model/lora.h"
 #include "review/checkpoint_model.h"
 
 namespace causal {
@@ -27,15 +28,26 @@ std::string format_label(const std::string& format) {
 
 }  // namespace
 
-InteropModel load_export_source(const std::string& run_dir, const std::string& ref) {
-  const CheckpointModel loaded = load_checkpoint_model(run_dir, ref, {});
+InteropModel load_export_source(const std::string& run_dir, const std::string& ref, bool merge) {
+  CheckpointModel loaded = load_checkpoint_model(run_dir, ref, {});
   InteropModel out;
   out.model = loaded.config.model;
   out.config = config_to_json(loaded.config);
   out.origin = (loaded.checkpoint.dir / "config.json").string();
   torch::NoGradGuard no_grad;
-  for (const auto& item : loaded.model->named_parameters())
-    out.tensors[item.key()] = item.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  const auto cpu = [](const torch::Tensor& t) {
+    return t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  };
+  if (merge) {
+    for (const auto& [name, tensor] : folded_parameters(*loaded.model)) out.tensors[name] = cpu(tensor);
+    // A merged export is a whole model, as if fully fine-tuned: its config no longer names adapters.
+    if (out.config.contains("train")) out.config["train"].erase("lora");
+  } else {
+    for (const auto& item : loaded.model->named_parameters())
+      if (!is_adapter_parameter(item.key())) out.tensors[item.key()] = cpu(item.value());
+    for (const auto& [path, lora] : lora_adapters(*loaded.model))
+      out.adapters[path] = {cpu(lora->a), cpu(lora->b)};
+  }
   const fs::path info_file = loaded.checkpoint.dir / kTokenizerInfoFile;
   if (fs::exists(info_file)) {
     InteropTokenizer tokenizer;
@@ -45,6 +57,14 @@ InteropModel load_export_source(const std::string& run_dir, const std::string& r
     out.tokenizer = std::move(tokenizer);
   }
   return out;
+}
+
+void check_whole_model(const InteropModel& model, const std::string& format) {
+  if (model.adapters.empty()) return;
+  throw ConfigError(model.origin, "train.lora",
+                    "the checkpoint holds LoRA adapters on a frozen base, not a whole model: add --merge to "
+                    "fold them into the base for --format " +
+                        format + " (docs/finetune.md)");
 }
 
 TargetArchitecture check_exportable(const ModelConfig& m, const std::string& format,

@@ -29,7 +29,13 @@ struct InteropModel {
   // (a byte-level BPE vocabulary); otherwise absent, and the data's tokenizer is checked against
   // vocab_pieces.
   std::optional<InteropTokenizer> tokenizer;
-  std::string origin;                     // export: the checkpoint's config.json (named in errors)
+  std::string origin;  // export: the checkpoint's config.json (named in errors)
+  // Export of an adapter checkpoint without --merge: `tensors` hold the base, these the adapters, by the
+  // product's path ("blocks.0.attn.q_proj"): a (r, in) and b (out, r), float32 CPU.
+  struct Adapter {
+    at::Tensor a, b;
+  };
+  std::map<std::string, Adapter> adapters;
   std::vector<std::string> vocab_pieces;  // import: the file's vocab, id -> piece (empty: none in it)
 };
 

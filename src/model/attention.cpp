@@ -20,23 +20,24 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
               " (hint: resolve the config so that n_kv_heads 0 becomes n_heads)");
   const int64_t dk = d / hq;
   const bool bias = options_.bias(), qkv_bias = bias || options_.qkv_bias();
-  q_proj_ = register_module("q_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hq * dk).bias(qkv_bias)));
-  k_proj_ =
-      register_module("k_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hkv * dk).bias(qkv_bias)));
-  v_proj_ =
-      register_module("v_proj", torch::nn::Linear(torch::nn::LinearOptions(d, hkv * dk).bias(qkv_bias)));
+  const auto linear = [&](int64_t in, int64_t out, bool with_bias) {
+    return Linear(LinearOptions(in, out).bias(with_bias).weight_shadows(options_.weight_shadows()));
+  };
+  q_proj_ = register_module("q_proj", linear(d, hq * dk, qkv_bias));
+  k_proj_ = register_module("k_proj", linear(d, hkv * dk, qkv_bias));
+  v_proj_ = register_module("v_proj", linear(d, hkv * dk, qkv_bias));
   if (options_.qk_norm()) {
     const NormOptions norm = NormOptions(dk).kind(NormKind::kRmsNorm).eps(options_.norm_eps());
     q_norm_ = register_module("q_norm", Norm(norm));
     k_norm_ = register_module("k_norm", Norm(norm));
   }
-  o_proj_ = register_module("o_proj", torch::nn::Linear(torch::nn::LinearOptions(hq * dk, d).bias(bias)));
+  o_proj_ = register_module("o_proj", linear(hq * dk, d, bias));
   reset_parameters();
 }
 
 void AttentionImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
-  for (torch::nn::Linear* layer : {&q_proj_, &k_proj_, &v_proj_, &o_proj_}) {
+  for (Linear* layer : {&q_proj_, &k_proj_, &v_proj_, &o_proj_}) {
     const double std = layer == &o_proj_ ? options_.out_init_std() : options_.init_std();
     torch::nn::init::normal_((*layer)->weight, 0.0, std);
     if ((*layer)->bias.defined()) torch::nn::init::zeros_((*layer)->bias);
@@ -59,9 +60,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   const std::vector<torch::Tensor> masters = qkv_weights();
   const c10::optional<c10::ScalarType> shadow =
       shadow_dtype(options_.weight_shadows(), enabled_autocast_dtype(x.device().type()), masters.front());
-  const std::vector<torch::Tensor> qkv =
+  std::vector<torch::Tensor> qkv =
       qkv_products(x, masters, {q_proj_->bias, k_proj_->bias, v_proj_->bias},
                    shadow ? qkv_shadow_.weight(masters, *shadow) : torch::Tensor());
+  std::vector<Linear> layers = qkv_layers();
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = layers[i]->adapted(x, qkv[i]);
   torch::Tensor q = qkv[0].view({batch, time, hq, dk}).transpose(1, 2);   // (B,Hq,T,dk)
   torch::Tensor k = qkv[1].view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
   torch::Tensor v = qkv[2].view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)
@@ -91,10 +94,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   if (weights_watched) hooks.at(HookPoint::kAttentionWeights, context.layer, result.weights);
   out = hooks.at(HookPoint::kHeads, context.layer, out);
   out = out.transpose(1, 2).reshape({batch, time, hq * dk});  // (B,T,D)
-  if (shadow)  // as o_proj_ computes it (the frontend's linear), on the shadow
-    return torch::nn::functional::linear(out, o_shadow_.weight({o_proj_->weight}, *shadow), o_proj_->bias);
-  return o_proj_(out);  // (B,T,D)
+  return o_proj_(out);                                        // (B,T,D)
 }
+
+std::vector<Linear> AttentionImpl::qkv_layers() const { return {q_proj_, k_proj_, v_proj_}; }
 
 std::vector<torch::Tensor> AttentionImpl::qkv_weights() const {
   return {q_proj_->weight, k_proj_->weight, v_proj_->weight};
@@ -105,7 +108,7 @@ void AttentionImpl::refresh_shadows(c10::optional<c10::ScalarType> products) {
       shadow_dtype(options_.weight_shadows(), products, q_proj_->weight);
   if (!shadow) return;
   qkv_shadow_.copy(qkv_weights(), *shadow);
-  o_shadow_.copy({o_proj_->weight}, *shadow);
+  o_proj_->refresh_shadow(products);
 }
 
 }  // namespace causal

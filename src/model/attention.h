@@ -3,7 +3,6 @@
 
 #include <torch/arg.h>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
 #include <vector>
@@ -11,6 +10,7 @@
 #include "config/enums.h"
 #include "model/attention_kernels.h"
 #include "model/forward_hooks.h"
+#include "model/linear.h"
 #include "model/mask.h"
 #include "model/norm.h"
 #include "model/rope.h"
@@ -65,15 +65,15 @@ class AttentionImpl : public torch::nn::Module {
 
  private:
   AttentionOptions options_;
-  torch::nn::Linear q_proj_{nullptr};              // D -> Hq*dk
-  torch::nn::Linear k_proj_{nullptr};              // D -> Hkv*dk
-  torch::nn::Linear v_proj_{nullptr};              // D -> Hkv*dk
+  Linear q_proj_{nullptr};                         // D -> Hq*dk
+  Linear k_proj_{nullptr};                         // D -> Hkv*dk
+  Linear v_proj_{nullptr};                         // D -> Hkv*dk
   Norm q_norm_{nullptr};                           // (dk) RMSNorm, only with qk_norm
   Norm k_norm_{nullptr};                           // (dk) RMSNorm, only with qk_norm
-  torch::nn::Linear o_proj_{nullptr};              // Hq*dk -> D
-  std::vector<torch::Tensor> qkv_weights() const;  // q_proj's, k_proj's and v_proj's, in that order
-  WeightShadow qkv_shadow_;                        // qkv_weights() stacked
-  WeightShadow o_shadow_;
+  Linear o_proj_{nullptr};                         // Hq*dk -> D
+  std::vector<Linear> qkv_layers() const;          // q_proj, k_proj and v_proj, in that order
+  std::vector<torch::Tensor> qkv_weights() const;  // their weights
+  WeightShadow qkv_shadow_;                        // qkv_weights() stacked: one product for the three
 };
 TORCH_MODULE(Attention);
 

@@ -10,7 +10,7 @@
 namespace causal {
 namespace {
 
-void init_linear(torch::nn::Linear& layer, double std) {
+void init_linear(Linear& layer, double std) {
   torch::nn::init::normal_(layer->weight, 0.0, std);
   if (layer->bias.defined()) torch::nn::init::zeros_(layer->bias);
 }
@@ -22,17 +22,18 @@ FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options) : options_(o
   const int64_t h = options_.hidden();
   TORCH_CHECK(d > 0 && h > 0, "[ffn] expected d_model > 0 and hidden > 0, got ", d, " and ", h,
               " (hint: resolve the config so that ffn_hidden is filled)");
-  const bool bias = options_.bias();
+  const auto linear = [&](int64_t in, int64_t out) {
+    return Linear(LinearOptions(in, out).bias(options_.bias()).weight_shadows(options_.weight_shadows()));
+  };
   if (options_.kind() != FfnKind::kSwiglu) {
-    fc_in_ = register_module("fc_in", torch::nn::Linear(torch::nn::LinearOptions(d, h).bias(bias)));
-    fc_out_ = register_module("fc_out", torch::nn::Linear(torch::nn::LinearOptions(h, d).bias(bias)));
+    fc_in_ = register_module("fc_in", linear(d, h));
+    fc_out_ = register_module("fc_out", linear(h, d));
   } else {
-    gate_proj_ = register_module("gate_proj", torch::nn::Linear(torch::nn::LinearOptions(d, h).bias(bias)));
-    up_proj_ = register_module("up_proj", torch::nn::Linear(torch::nn::LinearOptions(d, h).bias(bias)));
-    down_proj_ = register_module("down_proj", torch::nn::Linear(torch::nn::LinearOptions(h, d).bias(bias)));
+    gate_proj_ = register_module("gate_proj", linear(d, h));
+    up_proj_ = register_module("up_proj", linear(d, h));
+    down_proj_ = register_module("down_proj", linear(h, d));
   }
   reset_parameters();
-  shadows_.resize(layers().size());
 }
 
 void FeedForwardImpl::reset_parameters() {
@@ -46,7 +47,7 @@ void FeedForwardImpl::reset_parameters() {
   }
 }
 
-std::vector<torch::nn::Linear> FeedForwardImpl::layers() const {
+std::vector<Linear> FeedForwardImpl::layers() const {
   if (options_.kind() == FfnKind::kSwiglu) return {gate_proj_, up_proj_, down_proj_};
   return {fc_in_, fc_out_};
 }
@@ -55,38 +56,37 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == options_.d_model(),
               "[ffn] expected (...,D) with D=", options_.d_model(), ", got ", x.sizes());
   const FfnKind kind = options_.kind();
-  const std::vector<torch::nn::Linear> layer = layers();
-  const c10::optional<c10::ScalarType> shadow = shadow_dtype(
-      options_.weight_shadows(), enabled_autocast_dtype(x.device().type()), layer.front()->weight);
-  // The weight layer i's product takes: its shadow, or its own.
-  const auto weight = [&](size_t i) {
-    return shadow ? shadows_[i].weight({layer[i]->weight}, *shadow) : layer[i]->weight;
-  };
-  // As torch::nn::Linear computes it (the frontend's linear: matmul, then the bias added in place).
-  const auto product = [&](size_t i, const torch::Tensor& in) {
-    return torch::nn::functional::linear(in, weight(i), layer[i]->bias);
-  };
+  std::vector<Linear> layer = layers();
+  const c10::DeviceType device = x.device().type();
   const size_t out = layer.size() - 1;
-  if (kind != FfnKind::kRelu && options_.fused() && x.is_cuda()) {
-    // The input products without their biases, which the activation's kernel adds.
-    HiddenInputs in{torch::linear(x, weight(0)), layer[0]->bias};
-    if (kind == FfnKind::kSwiglu) in.second = torch::linear(x, weight(1)), in.second_bias = layer[1]->bias;
+  const bool gelu = kind == FfnKind::kGelu || kind == FfnKind::kGeluTanh;
+  // The output projection's input as the plain composition makes it, for an adapter there to read.
+  const auto hidden = [&](const torch::Tensor& first, const torch::Tensor& second) {
+    return gelu ? torch::gelu(first, kind == FfnKind::kGeluTanh ? "tanh" : "none")
+                : torch::silu(first) * second;
+  };
+  if (kind != FfnKind::kRelu && options_.fused() && x.is_cuda() && layer[out]->adapter() == nullptr) {
+    // The input products without their biases, which the activation's kernel adds; their adapters' terms
+    // join the products before it.
+    HiddenInputs in{layer[0]->adapted(x, torch::linear(x, layer[0]->product_weight(device))), layer[0]->bias};
+    if (kind == FfnKind::kSwiglu) {
+      in.second = layer[1]->adapted(x, torch::linear(x, layer[1]->product_weight(device)));
+      in.second_bias = layer[1]->bias;
+    }
     if (hidden_projection_fusable(kind, in.first))
-      return fused_project_hidden(kind, in, weight(out), layer[out]->bias);  // (...,D)
+      return fused_project_hidden(kind, in, layer[out]->product_weight(device), layer[out]->bias);  // (...,D)
   }
   // Nothing to recompute for relu: its backward reads its output, which fc_out keeps anyway.
-  if (kind == FfnKind::kRelu) return product(1, torch::relu(product(0, x)));  // (...,hidden) -> (...,D)
-  if (kind == FfnKind::kGelu || kind == FfnKind::kGeluTanh)
-    return project_hidden(kind, product(0, x), torch::Tensor(), weight(1), layer[1]->bias);
-  return project_hidden(kind, product(0, x), product(1, x), weight(2), layer[2]->bias);
+  if (kind == FfnKind::kRelu) return layer[1](torch::relu(layer[0](x)));  // (...,hidden) -> (...,D)
+  const torch::Tensor first = layer[0](x);                                // (...,hidden)
+  const torch::Tensor second = gelu ? torch::Tensor() : layer[1](x);      // (...,hidden)
+  const torch::Tensor y =
+      project_hidden(kind, first, second, layer[out]->product_weight(device), layer[out]->bias);  // (...,D)
+  return layer[out]->adapter() ? layer[out]->adapted(hidden(first, second), y) : y;
 }
 
 void FeedForwardImpl::refresh_shadows(c10::optional<c10::ScalarType> products) {
-  const std::vector<torch::nn::Linear> layer = layers();
-  const c10::optional<c10::ScalarType> shadow =
-      shadow_dtype(options_.weight_shadows(), products, layer.front()->weight);
-  if (!shadow) return;
-  for (size_t i = 0; i < layer.size(); ++i) shadows_[i].copy({layer[i]->weight}, *shadow);
+  for (Linear& layer : layers()) layer->refresh_shadow(products);
 }
 
 }  // namespace causal

@@ -4,13 +4,12 @@
 
 #include <torch/arg.h>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
 #include <vector>
 
 #include "config/enums.h"
-#include "model/weight_shadow.h"
+#include "model/linear.h"
 
 namespace causal {
 
@@ -32,7 +31,8 @@ struct FeedForwardOptions {
 // swiglu:    down_proj(silu(gate_proj(x)) * up_proj(x))
 // x is (..., D); the result has the same shape. Training keeps no GELU or swiglu hidden activation for
 // backward: hidden_projection.h recomputes it there, or with `fused` on a GPU fused_hidden_projection.h,
-// whose kernel also adds fc_in's (gate_proj's, up_proj's) bias.
+// whose kernel also adds fc_in's (gate_proj's, up_proj's) bias. An adapter on the output projection
+// takes the hidden activation as its input, which then exists in forward as in the plain composition.
 class FeedForwardImpl : public torch::nn::Module {
  public:
   explicit FeedForwardImpl(const FeedForwardOptions& options);
@@ -45,11 +45,10 @@ class FeedForwardImpl : public torch::nn::Module {
 
  private:
   FeedForwardOptions options_;
-  torch::nn::Linear fc_in_{nullptr}, fc_out_{nullptr};                            // gelu
-  torch::nn::Linear gate_proj_{nullptr}, up_proj_{nullptr}, down_proj_{nullptr};  // swiglu
-  // The layers in product order (fc_in, fc_out or gate_proj, up_proj, down_proj) and their shadows.
-  std::vector<torch::nn::Linear> layers() const;
-  std::vector<WeightShadow> shadows_;
+  Linear fc_in_{nullptr}, fc_out_{nullptr};                            // gelu
+  Linear gate_proj_{nullptr}, up_proj_{nullptr}, down_proj_{nullptr};  // swiglu
+  // The layers in product order: fc_in, fc_out or gate_proj, up_proj, down_proj.
+  std::vector<Linear> layers() const;
 };
 TORCH_MODULE(FeedForward);
 

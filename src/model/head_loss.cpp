@@ -111,11 +111,12 @@ ChunkedPass run_chunks(const at::Tensor& hidden, const at::Tensor& weight, const
   ChunkedPass out;
   out.sum = at::zeros({}, float_options);
   out.max_abs = at::zeros({}, float_options);
+  // A frozen head (an adapter run's) needs no gradient of its own: the largest product of a step saved.
   at::Tensor grad_h, grad_w, grad_b;
   if (gradients) {
     grad_h = at::empty_like(h);
-    grad_w = at::zeros(w.sizes(), float_options);
-    if (b.defined()) grad_b = at::zeros(b.sizes(), float_options);
+    if (weight.requires_grad()) grad_w = at::zeros(w.sizes(), float_options);
+    if (b.defined() && bias.requires_grad()) grad_b = at::zeros(b.sizes(), float_options);
   }
   const int64_t step = std::max<int64_t>(options.chunk_rows, 1);
   for (int64_t start = 0; start < rows; start += step) {
@@ -131,16 +132,16 @@ ChunkedPass run_chunks(const at::Tensor& hidden, const at::Tensor& weight, const
     at::mm_out(grad_rows, figures.gradient, w);
     // Summed in float32 over the chunks: in place where the products are float32, else through the
     // product's own dtype (a bfloat16 product has no float32 output).
-    if (options.products == at::kFloat) {
+    if (grad_w.defined() && options.products == at::kFloat) {
       grad_w.addmm_(figures.gradient.t(), chunk);
-    } else {
+    } else if (grad_w.defined()) {
       grad_w.add_(at::mm(figures.gradient.t(), chunk));
     }
     if (grad_b.defined()) grad_b.add_(figures.gradient.sum({0}, false, at::kFloat));
   }
   if (gradients) {
     out.grad_hidden = grad_h.to(hidden.scalar_type());
-    out.grad_weight = grad_w.narrow(0, 0, vocab).to(weight.scalar_type());
+    if (grad_w.defined()) out.grad_weight = grad_w.narrow(0, 0, vocab).to(weight.scalar_type());
     if (grad_b.defined()) out.grad_bias = grad_b.narrow(0, 0, vocab).to(bias.scalar_type());
   }
   return out;
@@ -158,7 +159,7 @@ class ChunkedHeadLossFunction : public torch::autograd::Function<ChunkedHeadLoss
     ChunkedPass pass = run_chunks(hidden, weight, head_bias, labels, options, /*gradients=*/true,
                                   padded_weight.value_or(at::Tensor()));
     ctx->saved_data["grad_hidden"] = pass.grad_hidden;
-    ctx->saved_data["grad_weight"] = pass.grad_weight;
+    if (pass.grad_weight.defined()) ctx->saved_data["grad_weight"] = pass.grad_weight;
     if (pass.grad_bias.defined()) ctx->saved_data["grad_bias"] = pass.grad_bias;
     ctx->mark_non_differentiable({pass.max_abs});
     return {pass.sum, pass.max_abs};
@@ -172,8 +173,9 @@ class ChunkedHeadLossFunction : public torch::autograd::Function<ChunkedHeadLoss
       return g * scale.to(g.scalar_type());
     };
     const at::Tensor grad_bias = ctx->saved_data.count("grad_bias") > 0 ? scaled("grad_bias") : at::Tensor();
-    return {scaled("grad_hidden"), scaled("grad_weight"), grad_bias,
-            at::Tensor(),          at::Tensor(),          at::Tensor()};
+    const at::Tensor grad_weight =
+        ctx->saved_data.count("grad_weight") > 0 ? scaled("grad_weight") : at::Tensor();
+    return {scaled("grad_hidden"), grad_weight, grad_bias, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 

@@ -65,8 +65,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   final_norm_ = register_module(
       "final_norm", Norm(NormOptions(d).kind(config_.norm).eps(config_.norm_eps).bias(config_.bias)));
   if (!config_.tie_embeddings) {
-    head_ = register_module(
-        "head", torch::nn::Linear(torch::nn::LinearOptions(d, config_.output_vocab).bias(config_.bias)));
+    head_ = register_module("head", Linear(LinearOptions(d, config_.output_vocab).bias(config_.bias)));
     torch::nn::init::normal_(head_->weight, 0.0, config_.init_std);
     if (head_->bias.defined()) torch::nn::init::zeros_(head_->bias);
   }
@@ -182,6 +181,10 @@ torch::Tensor TransformerImpl::head_bias() const {
   return config_.tie_embeddings ? torch::Tensor() : head_->bias;
 }
 
+LinearAdapterImpl* TransformerImpl::head_adapter() const {
+  return config_.tie_embeddings ? nullptr : head_->adapter();
+}
+
 c10::optional<c10::ScalarType> TransformerImpl::head_shadow_dtype() const {
   return shadow_dtype(config_.weight_shadows, autocast_dtype(config_.autocast), head_weight());
 }
@@ -209,6 +212,7 @@ torch::Tensor TransformerImpl::logits(const torch::Tensor& hidden) {
   torch::Tensor logits = head_product(
       hidden, weight, head_bias(),
       shadow ? head_shadow_.weight({weight}, *shadow, head_rows(weight)) : torch::Tensor());  // (B,T,V)
+  if (LinearAdapterImpl* adapter = head_adapter()) logits = logits + adapter->delta(hidden);
   // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in,
   // and contiguous (a GPU's padded head leaves a view).
   if (logits.scalar_type() != parameter_dtype) logits = logits.to(parameter_dtype);

@@ -5,7 +5,6 @@
 #include <torch/nn/modules/container/moduledict.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
 #include <vector>
@@ -14,6 +13,7 @@
 #include "model/block.h"
 #include "model/forward_hooks.h"
 #include "model/kv_cache.h"
+#include "model/linear.h"
 #include "model/norm.h"
 #include "model/weight_shadow.h"
 
@@ -53,6 +53,8 @@ class TransformerImpl : public torch::nn::Module {
   // The head's weight as its products take it under model.weight_shadows (gpu_products.h's padded_head:
   // padded on a GPU, in autocast's dtype), made fresh; undefined when the products take head_weight().
   torch::Tensor head_shadow();
+  // The output head's adapter (model/lora.h), or nullptr: a tied head, or none attached.
+  LinearAdapterImpl* head_adapter() const;
   // Makes every weight shadow fresh now. Each forward does so for the shadows it reads; a replayed CUDA
   // graph runs no host code, so its caller does it first.
   void refresh_weight_shadows();
@@ -69,7 +71,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::ModuleList blocks_list_{nullptr};  // registered as "blocks"
   std::vector<Block> blocks_;                   // L blocks, typed view of blocks_list_
   Norm final_norm_{nullptr};
-  torch::nn::Linear head_{nullptr};  // D -> V; absent when tied
+  Linear head_{nullptr};  // D -> V; absent when tied
   WeightShadow head_shadow_;
 
   ForwardHooks hooks_;

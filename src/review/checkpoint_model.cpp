@@ -8,6 +8,7 @@
 #include "config/config_io.h"
 #include "core/errors.h"
 #include "core/runtime.h"
+#include "model/lora.h"
 
 namespace causal {
 
@@ -71,7 +72,8 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
     configure_threads(loaded.config.threads);
     loaded.device = resolve_device(loaded.config.device);
     loaded.model = Transformer(loaded.config.model);
-    load_model_weights(loaded.checkpoint.dir, *loaded.model);
+    if (loaded.config.train.lora.enabled()) attach_lora(*loaded.model, loaded.config.train.lora);
+    load_model_weights(loaded.checkpoint, *loaded.model);
   });
   loaded.model->to(loaded.device);
   loaded.model->eval();

@@ -1,6 +1,7 @@
 // A whole training job; the CLI's `train` command is a thin call into this.
 #include "run/train_run.h"
 
+#include <spdlog/logger.h>
 #include <torch/utils.h>
 
 #include <csignal>
@@ -14,6 +15,7 @@
 #include "core/runtime.h"
 #include "dist/sharded_batches.h"
 #include "model/count_parameters.h"
+#include "model/lora.h"
 #include "model/transformer.h"
 #include "run/interrupt.h"
 #include "run/rank_context.h"
@@ -80,7 +82,8 @@ struct OpenedTask {
 };
 
 struct Built {
-  Transformer model{nullptr};  // on the device, initialised from config.seed
+  Transformer model{nullptr};          // on the device, initialised from config.seed
+  std::optional<BaseCheckpoint> base;  // an adapter run's frozen base, which its checkpoints name
   // This rank's rows of each global batch; the trainer reads them in a data-parallel run, else the task's.
   // On the heap: the trainer refers to them, and a Built is moved.
   std::unique_ptr<ShardedBatches> shard;
@@ -169,6 +172,20 @@ class TrainJob {
     torch::manual_seed(static_cast<uint64_t>(config_.seed));
     built.model = Transformer(config_.model);
     built.model->to(device_);
+    const LoraConfig& lora = config_.train.lora;
+    if (lora.enabled()) {
+      if (!start.from)
+        throw ConfigError("config", "train.lora.rank",
+                          "adapters train on the weights of a base model, and this run starts from random "
+                          "ones: continue an imported or trained run (--run-dir RUN --resume auto, or "
+                          "--resume RUN --run-dir NEW; docs/finetune.md)");
+      built.base = base_of(start.from->dir, start.from->state.base);
+      const std::vector<std::string> adapted = attach_lora(*built.model, lora);
+      output.run_log().info(
+          "LoRA r {} alpha {} on {} products ({} ...); base {} frozen; {} of {} parameters train", lora.rank,
+          lora.alpha, adapted.size(), adapted.front(), built.base->dir.string(),
+          count_parameters(*built.model, /*trainable_only=*/true), count_parameters(*built.model));
+    }
     output.run_log().info("run folder {}: {} parameters; {}; device {}, {} ({})", output.run_dir(),
                           count_parameters(*built.model), task.describe(), device_.str(),
                           start.threads.split.describe(), start.threads.why);
@@ -205,8 +222,14 @@ class TrainJob {
     Resumed resumed;
     if (start.from) {
       const CheckpointInfo& from = *start.from;
-      load_model_weights(from.dir, *built.model);
-      load_optimizer_state(from.dir, *built.model, built.trainer->optimizer());
+      if (built.base && !from.state.base) {
+        // An adapter run's first start on a full checkpoint: its weights become the frozen base, the
+        // adapters keep their fresh init and AdamW starts with them.
+        load_frozen_weights(from.dir, *built.model);
+      } else {
+        load_model_weights(from, *built.model);
+        load_optimizer_state(from.dir, *built.model, built.trainer->optimizer());
+      }
       // An import without data starts its data from the beginning, and measures its initial loss on it.
       const bool awaiting = awaits_data(from.state);
       if (!awaiting) task.training_batches().restore(from.state.data);
@@ -235,8 +258,10 @@ class TrainJob {
   }
 
   TrainingState training_state(const TrainProgress& progress, const Start& start, Task& task,
-                               Trainer& trainer, const Resumed& resumed) const {
+                               Trainer& trainer, const Resumed& resumed,
+                               const std::optional<BaseCheckpoint>& base) const {
     TrainingState state;
+    state.base = base;
     state.step = progress.step;
     state.tokens_seen = progress.tokens_seen;
     state.skipped_steps = progress.skipped_steps;
@@ -269,8 +294,8 @@ class TrainJob {
         trained.signal = static_cast<int>(ranks_.parallel()->max_over_ranks(trained.signal));
       trained.stopped = p.step == request_.stop_at_step;
       const bool stop = trained.signal || trained.stopped;
-      const bool go_on =
-          loop->after_step(p, stop, [&] { return training_state(p, start, *opened.task, trainer, resumed); });
+      const bool go_on = loop->after_step(
+          p, stop, [&] { return training_state(p, start, *opened.task, trainer, resumed, built.base); });
       return go_on && !stop;
     };
     trained.summary = trainer.run(resumed.progress, hooks);

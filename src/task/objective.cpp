@@ -35,8 +35,10 @@ TrainingLoss training_loss_sum(Transformer& model, const Batch& batch, const Tra
   const bool chunked = train.loss_kernel == LossKernel::kChunked ||
                        (train.loss_kernel == LossKernel::kAuto && rows > chunk_rows);
   TrainingLoss out;
-  // An observer of the logits (a fault injected there) needs them made.
-  if (!chunked || model->hooks().watched(HookPoint::kLogits)) {
+  // An observer of the logits (a fault injected there) needs them made; so does a head adapter whose
+  // dropout no folded weight reproduces.
+  const LinearAdapterImpl* adapter = model->head_adapter();
+  if (!chunked || model->hooks().watched(HookPoint::kLogits) || (adapter && !adapter->merges_exactly())) {
     const at::Tensor logits = model->logits(hidden);
     out.sum = loss_sum(logits, batch.labels);
     if (max_abs_logit) out.max_abs_logit = logits.detach().abs().max();
@@ -47,9 +49,14 @@ TrainingLoss training_loss_sum(Transformer& model, const Batch& batch, const Tra
   options.products = products_dtype(model->config().autocast);
   options.ignore_label = kIgnoreLabel;
   options.max_abs_logit = max_abs_logit;
+  // With an adapter the loss takes the head's weight with the adapter folded in, through which its
+  // gradient reaches the adapter; the base's shadow does not hold that weight.
+  const bool folded = model->head_adapter() != nullptr;
+  const at::Tensor weight =
+      folded ? model->head_adapter()->merged(model->head_weight()) : model->head_weight();
   const HeadLoss loss =
-      chunked_head_loss(hidden.reshape({rows, hidden.size(2)}), model->head_weight(), model->head_bias(),
-                        batch.labels.reshape({rows}), options, model->head_shadow());
+      chunked_head_loss(hidden.reshape({rows, hidden.size(2)}), weight, model->head_bias(),
+                        batch.labels.reshape({rows}), options, folded ? at::Tensor() : model->head_shadow());
   out.sum = loss.sum;
   out.max_abs_logit = loss.max_abs_logit;
   return out;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "model/count_parameters.h"
+
 namespace causal {
 namespace {
 
@@ -38,7 +40,8 @@ LayerValues gradient_norms_by_layer(torch::nn::Module& model, int64_t n_layers) 
 std::vector<std::vector<torch::Tensor>> snapshot_blocks(torch::nn::Module& model, int64_t n_layers) {
   torch::NoGradGuard no_grad;
   std::vector<std::vector<torch::Tensor>> blocks(static_cast<size_t>(n_layers));
-  for (const auto& item : model.named_parameters()) {
+  // What trains: a frozen base would be copied whole each time, to show a ratio of 0.
+  for (const auto& item : trainable_parameters(model)) {
     const int64_t layer = layer_of(item.key(), n_layers);
     if (layer >= 0 && layer < n_layers) blocks[static_cast<size_t>(layer)].push_back(item.value().clone());
   }
@@ -51,7 +54,7 @@ std::vector<double> update_ratios(torch::nn::Module& model,
   const int64_t n_layers = static_cast<int64_t>(before.size());
   std::vector<double> change(before.size(), 0.0), weight(before.size(), 0.0);
   std::vector<size_t> next(before.size(), 0);
-  for (const auto& item : model.named_parameters()) {
+  for (const auto& item : trainable_parameters(model)) {
     const int64_t layer = layer_of(item.key(), n_layers);
     if (layer < 0 || layer >= n_layers) continue;
     const auto l = static_cast<size_t>(layer);

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/optim_compat.h"
+#include "model/count_parameters.h"
 #include "train/flat_adamw.h"
 
 namespace causal {
@@ -22,7 +23,8 @@ bool is_no_decay_parameter(const std::string& name) {
 
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const OptimizerConfig& config) {
   std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& item : model.named_parameters()) {
+  // Frozen parameters (an adapter run's base) get no moments, no step and no place in the flat buffers.
+  for (const auto& item : trainable_parameters(model)) {
     (is_no_decay_parameter(item.key()) ? no_decay : decay).push_back(item.value());
   }
   auto options = [&](double weight_decay) {

@@ -7,6 +7,7 @@
 #include "checkpoint/forensics_bundle.h"
 #include "config/config_io.h"
 #include "core/runtime.h"
+#include "model/lora.h"
 
 namespace causal {
 
@@ -29,6 +30,8 @@ ReplayResult replay_step(const std::filesystem::path& bundle_dir) {
   for (const Batch& b : bundle.micro_batches) micro_batches.push_back(b.to(device));
 
   Transformer model(config.model);
+  // A bundle keeps every parameter, an adapter run's adapters with its base.
+  if (config.train.lora.enabled()) attach_lora(*model, config.train.lora);
   load_model_weights(bundle_dir, *model);
   model->to(device);
   model->train();

@@ -259,7 +259,7 @@ void Trainer::set_flops(double flops_per_token, double peak_flops) {
 
 void Trainer::set_data_parallel(DataParallel* parallel) {
   parallel_ = parallel;
-  if (parallel_ != nullptr) parallel_->attach(model_->parameters());
+  if (parallel_ != nullptr) parallel_->attach(trainable_parameters(*model_).values());
   if (parallel_ != nullptr) graph_.reset();  // the reduction hooks into backward, outside any graph
 }
 

@@ -1,0 +1,54 @@
+// The model's products (see linear.h).
+#include "model/linear.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "model/autocast_scope.h"
+
+namespace causal {
+
+LinearImpl::LinearImpl(const LinearOptions& options) : options_(options) {
+  TORCH_CHECK(options_.in_features() > 0 && options_.out_features() > 0,
+              "[linear] expected positive sizes, got in=", options_.in_features(),
+              " out=", options_.out_features());
+  weight = register_parameter("weight", torch::empty({options_.out_features(), options_.in_features()}));
+  if (options_.bias()) bias = register_parameter("bias", torch::empty({options_.out_features()}));
+  // torch::nn::Linear's own init, which the owners then overwrite: it draws from the default generator,
+  // and drawing the same numbers keeps every model (and dropout after it) as seeded before this module.
+  torch::NoGradGuard no_grad;
+  torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(options_.in_features()));
+    torch::nn::init::uniform_(bias, -bound, bound);
+  }
+}
+
+at::Tensor LinearImpl::product_weight(c10::DeviceType device) {
+  const c10::optional<c10::ScalarType> dtype =
+      shadow_dtype(options_.weight_shadows(), enabled_autocast_dtype(device), weight);
+  return dtype ? shadow_.weight({weight}, *dtype) : weight;
+}
+
+at::Tensor LinearImpl::product(const at::Tensor& x) {
+  return torch::nn::functional::linear(x, product_weight(x.device().type()), bias);
+}
+
+at::Tensor LinearImpl::adapted(const at::Tensor& x, const at::Tensor& y) {
+  return adapter_ ? y + adapter_->delta(x) : y;
+}
+
+at::Tensor LinearImpl::forward(const at::Tensor& x) { return adapted(x, product(x)); }
+
+void LinearImpl::refresh_shadow(c10::optional<c10::ScalarType> products) {
+  const c10::optional<c10::ScalarType> dtype = shadow_dtype(options_.weight_shadows(), products, weight);
+  if (dtype) shadow_.copy({weight}, *dtype);
+}
+
+void LinearImpl::set_adapter(std::shared_ptr<LinearAdapterImpl> adapter) {
+  TORCH_CHECK(adapter != nullptr, "[linear] expected an adapter");
+  adapter_ = register_module("lora", std::move(adapter));
+}
+
+}  // namespace causal

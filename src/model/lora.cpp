@@ -1,0 +1,113 @@
+// LoRA adapters (see lora.h).
+#include "model/lora.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/transformer.h"
+
+namespace causal {
+
+LoraImpl::LoraImpl(const LoraOptions& options) : options_(options) {
+  TORCH_CHECK(options_.rank() > 0 && options_.in_features() > 0 && options_.out_features() > 0,
+              "[lora] expected rank, in and out > 0, got r=", options_.rank(), " in=", options_.in_features(),
+              " out=", options_.out_features());
+  a = register_parameter("a", torch::empty({options_.rank(), options_.in_features()}));
+  b = register_parameter("b", torch::empty({options_.out_features(), options_.rank()}));
+  reset_parameters();
+}
+
+void LoraImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  if (options_.init() == LoraInit::kKaiming) {
+    torch::nn::init::kaiming_uniform_(a, std::sqrt(5.0));
+  } else {
+    torch::nn::init::normal_(a, 0.0, 1.0 / static_cast<double>(options_.rank()));
+  }
+  torch::nn::init::zeros_(b);
+}
+
+double LoraImpl::scale() const {
+  const auto r = static_cast<double>(options_.rank());
+  return options_.alpha() / (options_.rslora() ? std::sqrt(r) : r);
+}
+
+at::Tensor LoraImpl::delta(const at::Tensor& x) {
+  const double p = options_.dropout();
+  const at::Tensor in = p > 0.0 && is_training() ? torch::dropout(x, p, true) : x;
+  namespace F = torch::nn::functional;
+  return F::linear(F::linear(in, a), b) * scale();  // (..., r) -> (..., out)
+}
+
+at::Tensor LoraImpl::merged(const at::Tensor& weight) {
+  return weight + b.mm(a).mul(scale()).to(weight.scalar_type());  // (out, in)
+}
+
+std::string lora_target_of(const std::string& product_path) {
+  if (product_path == "head") return "head";
+  const size_t dot = product_path.rfind('.');
+  const std::string leaf = dot == std::string::npos ? product_path : product_path.substr(dot + 1);
+  static const std::vector<std::pair<std::string, std::string>> kLeaves = {
+      {"q_proj", "q"},   {"k_proj", "k"},       {"v_proj", "v"}, {"o_proj", "o"},   {"gate_proj", "gate"},
+      {"up_proj", "up"}, {"down_proj", "down"}, {"fc_in", "up"}, {"fc_out", "down"}};
+  for (const auto& [name, target] : kLeaves)
+    if (leaf == name) return target;
+  return "";
+}
+
+std::vector<std::pair<std::string, LoraImpl*>> lora_adapters(torch::nn::Module& model) {
+  std::vector<std::pair<std::string, LoraImpl*>> out;
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    auto* product = dynamic_cast<LinearImpl*>(item.value().get());
+    if (product == nullptr) continue;
+    if (auto* lora = dynamic_cast<LoraImpl*>(product->adapter())) out.emplace_back(item.key(), lora);
+  }
+  return out;
+}
+
+std::map<std::string, at::Tensor> folded_parameters(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  std::map<std::string, at::Tensor> out;
+  for (const auto& item : model.named_parameters())
+    if (!is_adapter_parameter(item.key())) out[item.key()] = item.value().detach();
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    auto* product = dynamic_cast<LinearImpl*>(item.value().get());
+    if (product != nullptr && product->adapter() != nullptr)
+      out[item.key() + ".weight"] = product->adapter()->merged(product->weight).detach();
+  }
+  return out;
+}
+
+bool is_adapter_parameter(const std::string& name) {
+  return name.find(".lora.") != std::string::npos || name.rfind("lora.", 0) == 0;
+}
+
+std::vector<std::string> attach_lora(TransformerImpl& model, const LoraConfig& config) {
+  TORCH_CHECK(config.enabled(), "[lora] expected train.lora.rank > 0");
+  for (at::Tensor& p : model.parameters()) p.requires_grad_(false);
+  std::vector<std::string> adapted;
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    auto* product = dynamic_cast<LinearImpl*>(item.value().get());
+    if (product == nullptr) continue;
+    const std::string target = lora_target_of(item.key());
+    if (std::find(config.targets.begin(), config.targets.end(), target) == config.targets.end()) continue;
+    TORCH_CHECK(product->adapter() == nullptr, "[lora] ", item.key(), " has an adapter already");
+    const LoraOptions options =
+        LoraOptions(product->options().in_features(), product->options().out_features(), config.rank)
+            .alpha(config.alpha)
+            .dropout(config.dropout)
+            .rslora(config.rslora)
+            .init(config.init);
+    Lora lora(options);
+    lora->to(product->weight.device());
+    lora->train(product->is_training());
+    product->set_adapter(lora.ptr());
+    adapted.push_back(item.key());
+  }
+  TORCH_CHECK(!adapted.empty(), "[lora] train.lora.targets matched no product of this model");
+  return adapted;
+}
+
+}  // namespace causal

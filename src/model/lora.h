@@ -1,0 +1,73 @@
+// LoRA adapters (docs/finetune.md): a low-rank update B A of a product's weight, trained while the base
+// stays frozen. Attached from outside the model's computation, as a product's adapter (model/linear.h).
+#pragma once
+
+#include <torch/arg.h>
+#include <torch/nn/pimpl.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/train_config.h"
+#include "model/linear.h"
+
+namespace causal {
+
+class TransformerImpl;
+
+struct LoraOptions {
+  LoraOptions(int64_t in_features, int64_t out_features, int64_t rank)
+      : in_features_(in_features), out_features_(out_features), rank_(rank) {}
+  TORCH_ARG(int64_t, in_features);
+  TORCH_ARG(int64_t, out_features);
+  TORCH_ARG(int64_t, rank);          // r
+  TORCH_ARG(double, alpha) = 16.0;   // scale = alpha / r, or alpha / sqrt(r) with rslora
+  TORCH_ARG(double, dropout) = 0.0;  // on the input, train mode only
+  TORCH_ARG(bool, rslora) = false;
+  TORCH_ARG(LoraInit, init) = LoraInit::kKaiming;
+};
+
+// Parameters: a (r, in), b (out, r). delta(x) = scale * (dropout(x) a^T) b^T; b starts at zero, so an
+// attached adapter leaves the model's function as it was until it trains.
+class LoraImpl : public LinearAdapterImpl {
+ public:
+  explicit LoraImpl(const LoraOptions& options);
+  at::Tensor delta(const at::Tensor& x) override;
+  at::Tensor merged(const at::Tensor& weight) override;
+  bool merges_exactly() const override { return !is_training() || options_.dropout() == 0.0; }
+  // a: PEFT's default kaiming-uniform (a = sqrt(5)) or normal(0, 1/r); b: zeros.
+  void reset_parameters();
+  double scale() const;
+  const LoraOptions& options() const { return options_; }
+
+  at::Tensor a;  // (r, in)
+  at::Tensor b;  // (out, r)
+
+ private:
+  LoraOptions options_;
+};
+TORCH_MODULE(Lora);
+
+// The target name ("q", ..., "head", config/train_config.h's lora_target_names) of a product's parameter
+// path ("blocks.3.attn.q_proj", "head"), or "" for a path that is no product.
+std::string lora_target_of(const std::string& product_path);
+
+// Attaches a LoRA adapter of `config` to every targeted product of `model` (in forward order, drawing
+// their init from the default generator), and freezes every parameter that is not an adapter's. Returns
+// the adapted products' paths. Throws std::invalid_argument (c10::Error) when no product is targeted.
+std::vector<std::string> attach_lora(TransformerImpl& model, const LoraConfig& config);
+
+// Every parameter of `model` but the adapters', by name, with each adapted product's weight replaced by
+// its adapter folded in (LinearAdapterImpl::merged): the plain model that computes what base + adapters do
+// (up to rounding, and with adapter dropout off). Detached.
+std::map<std::string, at::Tensor> folded_parameters(torch::nn::Module& model);
+
+// Each adapted product's LoRA adapter of `model`, by the product's path ("blocks.0.attn.q_proj").
+std::vector<std::pair<std::string, LoraImpl*>> lora_adapters(torch::nn::Module& model);
+
+// True for a parameter name that belongs to an adapter ("<product>.lora.a", "<product>.lora.b").
+bool is_adapter_parameter(const std::string& name);
+
+}  // namespace causal

@@ -1,0 +1,263 @@
+// LoRA adapters (model/lora.h) against an independent reference: the plain model whose weights are the
+// adapted ones folded in, W + scale B A. An adapter computes what that model computes (logits, both loss
+// kernels) and gets the gradients the chain rule through it gives; the base is frozen and outside the
+// optimizer; the adapter's parameters are named as checkpoints pin them.
+#include <torch/torch.h>
+// Torch first: its glog macros must not replace Catch's.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "model/count_parameters.h"
+#include "model/lora.h"
+#include "model/transformer.h"
+#include "support/small_model.h"
+#include "support/training_steps.h"
+#include "task/objective.h"
+#include "train/optimizer.h"
+
+using namespace causal;
+
+namespace {
+
+// Each FFN kind, tied and untied heads, biases on and off.
+std::vector<ModelConfig> lora_models() {
+  std::vector<ModelConfig> models;
+  for (const FfnKind ffn : {FfnKind::kGelu, FfnKind::kSwiglu, FfnKind::kRelu}) {
+    ModelConfig c = testing::small_text_model(AttentionKind::kSdpa, 8);
+    c.ffn = ffn;
+    c.tie_embeddings = ffn == FfnKind::kSwiglu;
+    c.bias = ffn != FfnKind::kSwiglu;
+    models.push_back(c);
+  }
+  return models;
+}
+
+LoraConfig every_product(const ModelConfig& c, int64_t rank) {
+  LoraConfig lora;
+  lora.rank = rank;
+  lora.alpha = 6.0;
+  lora.targets = {"q", "k", "v", "o", "up", "down"};
+  if (c.ffn == FfnKind::kSwiglu) lora.targets.push_back("gate");
+  if (!c.tie_embeddings) lora.targets.push_back("head");
+  return lora;
+}
+
+// Every adapter's b made nonzero (it starts at zero, which would hide a wrong delta).
+void perturb_adapters(Transformer& model) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(3);
+  for (auto& item : model->named_parameters())
+    if (is_adapter_parameter(item.key())) item.value().normal_(0.0, 0.3);
+}
+
+// A plain model (no adapters) holding `adapted`'s weights with each adapter folded in, W + scale b a,
+// computed here from the adapters' own tensors.
+Transformer merged_copy(Transformer& adapted, const ModelConfig& c) {
+  Transformer plain(c);
+  plain->to(adapted->head_weight().scalar_type());
+  torch::NoGradGuard no_grad;
+  auto target = plain->named_parameters();
+  for (const auto& item : adapted->named_parameters())
+    if (!is_adapter_parameter(item.key())) target[item.key()].copy_(item.value());
+  for (const auto& [path, lora] : lora_adapters(*adapted))
+    target[path + ".weight"].add_(lora->b.mm(lora->a) * lora->scale());
+  return plain;
+}
+
+Batch one_batch() {
+  torch::manual_seed(8);
+  return testing::random_micro_batches(1, 3, c10::Device(c10::kCPU)).front();
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("an attached adapter starts as the identity: b is zero, the logits stay the base's bits",
+                "[unit][lora]") {
+  for (const ModelConfig& c : lora_models()) {
+    torch::manual_seed(1);
+    Transformer model(c);
+    model->eval();
+    const Batch batch = one_batch();
+    torch::NoGradGuard no_grad;
+    const torch::Tensor before = model->forward(model_inputs(batch)).logits;
+    const std::vector<std::string> adapted = attach_lora(*model, every_product(c, 4));
+    CATCH_CHECK(adapted.size() == static_cast<size_t>(c.n_layers) * (c.ffn == FfnKind::kSwiglu ? 7 : 6) +
+                                      (c.tie_embeddings ? 0 : 1));
+    CATCH_CHECK(torch::equal(model->forward(model_inputs(batch)).logits, before));
+  }
+}
+
+CATCH_TEST_CASE("LoRA's logits and losses equal the plain model with W + scale B A folded in",
+                "[unit][lora]") {
+  for (const ModelConfig& c : lora_models()) {
+    for (const bool rslora : {false, true}) {
+      CATCH_INFO(to_string(c.ffn) << (c.tie_embeddings ? " tied" : " untied") << " rslora " << rslora);
+      torch::manual_seed(1);
+      Transformer model(c);
+      LoraConfig lora = every_product(c, 4);
+      lora.rslora = rslora;
+      attach_lora(*model, lora);
+      perturb_adapters(model);
+      Transformer plain = merged_copy(model, c);
+      model->eval();
+      plain->eval();
+      const Batch batch = one_batch();
+      torch::NoGradGuard no_grad;
+      const torch::Tensor got = model->forward(model_inputs(batch)).logits;
+      const torch::Tensor want = plain->forward(model_inputs(batch)).logits;
+      // Far from the base: the adapters move the logits by much more than the tolerance.
+      CATCH_CHECK((got - want).abs().max().item<double>() < 1e-4);
+      CATCH_CHECK((got - want).abs().max().item<double>() * 100 <
+                  (got - Transformer(c)->forward(model_inputs(batch)).logits).abs().max().item<double>());
+      for (const LossKernel kernel : {LossKernel::kLogits, LossKernel::kChunked}) {
+        TrainConfig train;
+        train.loss_kernel = kernel;
+        train.loss_chunk_rows = 16;
+        const double a = training_loss_sum(model, batch, train, false).sum.item<double>();
+        const double b = training_loss_sum(plain, batch, train, false).sum.item<double>();
+        CATCH_CHECK(std::abs(a - b) < 1e-4 * std::abs(b));
+      }
+    }
+  }
+}
+
+CATCH_TEST_CASE("only adapters train: frozen base, gradients by the chain rule, AdamW holds adapters alone",
+                "[unit][lora]") {
+  for (const ModelConfig& c : lora_models()) {
+    for (const LossKernel kernel : {LossKernel::kLogits, LossKernel::kChunked}) {
+      CATCH_INFO(to_string(c.ffn) << " kernel " << to_string(kernel));
+      torch::manual_seed(1);
+      Transformer model(c);
+      const LoraConfig lora = every_product(c, 3);
+      attach_lora(*model, lora);
+      perturb_adapters(model);
+      // In float64, where the two compositions' rounding lies far below any formula's error.
+      model->to(torch::kDouble);
+      Transformer plain = merged_copy(model, c);
+      model->train();
+      plain->train();
+      const Batch batch = one_batch();
+      TrainConfig train;
+      train.loss_kernel = kernel;
+      train.loss_chunk_rows = 16;
+      training_loss_sum(model, batch, train, false).sum.backward();
+      training_loss_sum(plain, batch, train, false).sum.backward();
+      auto plain_params = plain->named_parameters();
+      int64_t adapters = 0;
+      for (const auto& item : model->named_parameters()) {
+        const bool adapter = is_adapter_parameter(item.key());
+        CATCH_CHECK(item.value().requires_grad() == adapter);
+        CATCH_CHECK(item.value().grad().defined() == adapter);
+        adapters += adapter;
+      }
+      // dL/dB = scale G A^T and dL/dA = scale B^T G, G the folded weight's gradient in the plain model.
+      for (const auto& item : model->named_modules("", false)) {
+        auto* product = dynamic_cast<LinearImpl*>(item.value().get());
+        if (product == nullptr || product->adapter() == nullptr) continue;
+        auto* adapter = dynamic_cast<LoraImpl*>(product->adapter());
+        CATCH_REQUIRE(adapter != nullptr);
+        const torch::Tensor g = plain_params[item.key() + ".weight"].grad();
+        const double s = adapter->scale();
+        const torch::Tensor want_b = s * g.mm(adapter->a.t()), want_a = s * adapter->b.t().mm(g);
+        // Relative to the largest entry, against O(1) for a wrong scale or transpose.
+        const auto relative_error = [](const torch::Tensor& got, const torch::Tensor& want) {
+          return (got - want).abs().max().item<double>() / want.abs().max().item<double>();
+        };
+        CATCH_INFO(item.key());
+        CATCH_CHECK(relative_error(adapter->b.grad(), want_b) < 1e-10);
+        CATCH_CHECK(relative_error(adapter->a.grad(), want_a) < 1e-10);
+      }
+      const auto optimizer = make_adamw(*model, OptimizerConfig{});
+      int64_t stepped = 0;
+      for (const auto& group : optimizer->param_groups())
+        stepped += static_cast<int64_t>(group.params().size());
+      CATCH_CHECK(stepped == adapters);
+      int64_t adapter_elements = 0;
+      for (const auto& item : trainable_parameters(*model)) adapter_elements += item.value().numel();
+      CATCH_CHECK(count_parameters(*model, /*trainable_only=*/true) == adapter_elements);
+      CATCH_CHECK(adapter_elements < count_parameters(*model) / 4);
+    }
+  }
+}
+
+CATCH_TEST_CASE("adapter parameters: names, shapes, init and scale as PEFT's LoRA", "[unit][lora]") {
+  ModelConfig c = testing::small_llama_model(50);
+  torch::manual_seed(1);
+  Transformer model(c);
+  LoraConfig lora;
+  lora.rank = 4;
+  lora.alpha = 8.0;
+  lora.targets = {"q", "down", "head"};
+  attach_lora(*model, lora);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& item : trainable_parameters(*model)) shapes[item.key()] = item.value().sizes().vec();
+  const std::map<std::string, std::vector<int64_t>> want = {{"blocks.0.attn.q_proj.lora.a", {4, 32}},
+                                                            {"blocks.0.attn.q_proj.lora.b", {32, 4}},
+                                                            {"blocks.1.attn.q_proj.lora.a", {4, 32}},
+                                                            {"blocks.1.attn.q_proj.lora.b", {32, 4}},
+                                                            {"blocks.0.ffn.down_proj.lora.a", {4, 64}},
+                                                            {"blocks.0.ffn.down_proj.lora.b", {32, 4}},
+                                                            {"blocks.1.ffn.down_proj.lora.a", {4, 64}},
+                                                            {"blocks.1.ffn.down_proj.lora.b", {32, 4}},
+                                                            {"head.lora.a", {4, 32}},
+                                                            {"head.lora.b", {50, 4}}};
+  CATCH_CHECK(shapes == want);
+  const auto params = model->named_parameters();
+  // kaiming_uniform(a = sqrt(5)) on (r, in): bound 1/sqrt(in); b zero.
+  const torch::Tensor a = params["blocks.0.ffn.down_proj.lora.a"];
+  CATCH_CHECK(a.abs().max().item<double>() <= 1.0 / std::sqrt(64.0));
+  CATCH_CHECK(a.abs().max().item<double>() > 0.5 / std::sqrt(64.0));
+  CATCH_CHECK(params["head.lora.b"].abs().max().item<double>() == 0.0);
+  CATCH_CHECK(Lora(LoraOptions(8, 8, 4).alpha(8.0))->scale() == 2.0);
+  CATCH_CHECK(Lora(LoraOptions(8, 8, 4).alpha(8.0).rslora(true))->scale() == 4.0);
+  CATCH_CHECK(lora_target_of("blocks.3.ffn.fc_in") == "up");
+  CATCH_CHECK(lora_target_of("blocks.3.attn_norm").empty());
+}
+
+CATCH_TEST_CASE("folded_parameters: the plain model's parameters, each adapted weight with its adapter in",
+                "[unit][lora]") {
+  const ModelConfig c = lora_models()[1];
+  torch::manual_seed(1);
+  Transformer model(c);
+  attach_lora(*model, every_product(c, 2));
+  perturb_adapters(model);
+  Transformer plain = merged_copy(model, c);
+  const std::map<std::string, torch::Tensor> folded = folded_parameters(*model);
+  CATCH_REQUIRE(folded.size() == plain->named_parameters().size());
+  for (const auto& item : plain->named_parameters())
+    CATCH_CHECK(torch::allclose(folded.at(item.key()), item.value(), 1e-6, 1e-7));
+}
+
+CATCH_TEST_CASE("adapter dropout: live in train mode only, and the chunked loss then takes the logits path",
+                "[unit][lora]") {
+  ModelConfig c = testing::small_llama_model(11);
+  torch::manual_seed(1);
+  Transformer model(c);
+  LoraConfig lora;
+  lora.rank = 4;
+  lora.dropout = 0.5;
+  lora.targets = {"q", "head"};
+  attach_lora(*model, lora);
+  perturb_adapters(model);
+  const Batch batch = one_batch();
+  model->train();
+  CATCH_CHECK(!model->head_adapter()->merges_exactly());
+  TrainConfig logits, chunked;
+  logits.loss_kernel = LossKernel::kLogits;
+  chunked.loss_kernel = LossKernel::kChunked;
+  chunked.loss_chunk_rows = 16;
+  torch::manual_seed(5);
+  const torch::Tensor a = training_loss_sum(model, batch, logits, false).sum;
+  torch::manual_seed(5);
+  const torch::Tensor b = training_loss_sum(model, batch, chunked, false).sum;
+  CATCH_CHECK(torch::equal(a, b));  // the same path, the same dropout draws
+  torch::manual_seed(6);
+  CATCH_CHECK(!torch::equal(a, training_loss_sum(model, batch, logits, false).sum));
+  model->eval();
+  CATCH_CHECK(model->head_adapter()->merges_exactly());
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  const torch::Tensor e1 = model->forward(model_inputs(batch)).logits;
+  torch::manual_seed(6);
+  CATCH_CHECK(torch::equal(e1, model->forward(model_inputs(batch)).logits));
+}
