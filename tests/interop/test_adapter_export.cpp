@@ -30,8 +30,9 @@ using namespace causal::testing;
 // helpers (llama_model, python, ...) would clash.
 namespace adapter_export_test {
 
-constexpr double kLogprobTolerance = 1e-4;  // per token, f32 weights
-constexpr double kAppliedAtLeast = 1e-2;    // base vs merged: the adapter must move log-probs this much
+constexpr double kLogprobTolerance = 1e-4;    // per token, f32 weights
+constexpr double kGeluTableTolerance = 1e-3;  // llama.cpp's gpt2: GELU through a float16 table
+constexpr double kAppliedAtLeast = 1e-2;      // base vs merged: the adapter must move log-probs this much
 
 ModelConfig llama_model() {
   ModelConfig m = small_llama_model(259);
@@ -301,6 +302,12 @@ CATCH_TEST_CASE("interop: llama.cpp's --lora and PEFT apply causal's adapters as
   const std::vector<Case> cases = {
       {"llama", llama_model(), kTargets, false},
       {"qwen2", qwen2_model(), {"attn.q_proj.weight", "attn.k_proj.weight", "ffn.down_proj.weight"}, true},
+      // GPT-2: q and v (not k) on the fused qkv tensor, and the Conv1D weights of transformers' GPT-2.
+      {"gpt2",
+       small_gpt2_model(259),
+       {"attn.q_proj.weight", "attn.v_proj.weight", "attn.o_proj.weight", "ffn.fc_in.weight",
+        "ffn.fc_out.weight"},
+       false},
   };
   torch::manual_seed(11);
   nlohmann::json seqs = nlohmann::json::array();
@@ -340,7 +347,10 @@ CATCH_TEST_CASE("interop: llama.cpp's --lora and PEFT apply causal's adapters as
       const double moved = max_abs_diff(r["base"], r["merged"]);
       std::cout << c.name << " " << consumer << ": adapter vs merged max |dlogprob| " << applied
                 << ", base vs merged " << moved << "\n";
-      CATCH_CHECK(applied <= kLogprobTolerance);
+      // llama.cpp's gpt2 graph rounds GELU's input to float16 for its table (docs/export.md): W x + s B A x
+      // and the merged (W + s B A) x, equal up to float32 rounding, can land on neighbouring table entries.
+      const bool gelu_table = consumer == "llama" && c.name == "gpt2";
+      CATCH_CHECK(applied <= (gelu_table ? kGeluTableTolerance : kLogprobTolerance));
       CATCH_CHECK(moved >= kAppliedAtLeast);
     }
   }
