@@ -41,6 +41,12 @@ ModelConfig llama_model() {
   return m;
 }
 
+ModelConfig interleaved_llama_model() {
+  ModelConfig m = llama_model();
+  m.rope.pairing = RopePairing::kInterleaved;
+  return m;
+}
+
 ModelConfig qwen2_model() {
   ModelConfig m = llama_model();
   m.qkv_bias = true;
@@ -301,6 +307,8 @@ CATCH_TEST_CASE("interop: llama.cpp's --lora and PEFT apply causal's adapters as
   };
   const std::vector<Case> cases = {
       {"llama", llama_model(), kTargets, false},
+      // Interleaved RoPE rows: the PEFT file's q/k rows of B move (to transformers' halves), GGUF's stay.
+      {"llama-interleaved", interleaved_llama_model(), {"attn.q_proj.weight", "attn.k_proj.weight"}, false},
       {"qwen2", qwen2_model(), {"attn.q_proj.weight", "attn.k_proj.weight", "ffn.down_proj.weight"}, true},
       // GPT-2: q and v (not k) on the fused qkv tensor, and the Conv1D weights of transformers' GPT-2.
       {"gpt2",
