@@ -192,6 +192,9 @@ prepare_bundled_data() {
 causal_interop_home="${CAUSAL_INTEROP_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/causal/interop-py3.11}"
 causal_interop_site="$causal_interop_home/site"
 causal_interop_packages=("transformers==4.57.1" "sentencepiece==0.2.1" "protobuf<6" "gguf==0.17.1")
+# PEFT, which loads causal's LoRA adapters (tests/interop/test_adapter_export.cpp), without its dependencies:
+# through them pip would install the CUDA libraries the pinned torch wheel lists; transformers brings the rest.
+causal_interop_no_deps=("peft==0.17.1" "accelerate==1.16.0" "psutil==7.2.2")
 causal_llama_cpp_python="llama-cpp-python==0.3.16"
 # lm-evaluation-harness, the reference the benchmark checks compare `causal eval --tasks` with
 # (tests/interop/test_benchmarks.cpp), in a folder of its own beside the site above: resolved together with
@@ -215,17 +218,19 @@ ensure_interop_python() {
   ensure_torch
   local pip=(/usr/bin/python3 -m pip install --no-cache-dir --progress-bar on --disable-pip-version-check
     --root-user-action=ignore)
-  if [ ! -f "$causal_interop_home/transformers.ok" ]; then
+  if [ ! -f "$causal_interop_home/transformers-peft.ok" ]; then
     echo "[setup] interop: installing ${causal_interop_packages[*]} into $causal_interop_site" >&2
     rm -rf "$causal_interop_home/py.partial"
     # torch and numpy come from the torch wheel's folder; pip sees it through PYTHONPATH and keeps it.
     PYTHONPATH="$causal_torch_site" "${pip[@]}" --target "$causal_interop_home/py.partial" \
       "${causal_interop_packages[@]}" >&2
+    PYTHONPATH="$causal_torch_site" "${pip[@]}" --no-deps --target "$causal_interop_home/py.partial" \
+      "${causal_interop_no_deps[@]}" >&2
     rm -rf "$causal_interop_home/py.partial"/{torch,numpy,numpy.libs,numpy-*} "$causal_interop_home/py.partial/bin"
     mkdir -p "$causal_interop_site"
     cp -a "$causal_interop_home/py.partial/." "$causal_interop_site/"
     rm -rf "$causal_interop_home/py.partial"
-    touch "$causal_interop_home/transformers.ok"
+    touch "$causal_interop_home/transformers-peft.ok"
   fi
   if [ ! -f "$causal_interop_home/llama_cpp.ok" ]; then
     echo "[setup] interop: building $causal_llama_cpp_python from source (CPU only, a few minutes on" \
