@@ -1,0 +1,95 @@
+// An adapter run end to end: it starts from a full checkpoint (its base), writes adapter checkpoints that
+// hold the adapters alone and name the base, resumes bit for bit, and refuses a base that changed.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "checkpoint/checkpoint.h"
+#include "config/config_io.h"
+#include "core/errors.h"
+#include "io/safetensors.h"
+#include "run/train_run.h"
+#include "support/byte_docs.h"
+#include "support/scratch_dir.h"
+
+using namespace causal;
+namespace fs = std::filesystem;
+
+namespace {
+
+RunConfig lora_text_config(const fs::path& dir, int64_t steps, int64_t rank) {
+  std::vector<std::string> docs;
+  for (int i = 0; i < 30; ++i)
+    docs.push_back("doc " + std::to_string(i * 13 % 17) + " says hello world " + std::to_string(i));
+  testing::write_byte_docs((dir / "train.tok").string(), docs);
+  testing::write_byte_docs((dir / "val.tok").string(), {docs.begin(), docs.begin() + 6});
+  const std::string json =
+      R"({"name": "lora-text", "seed": 5, "threads": 1,
+    "model": {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259, "d_model": 32,
+              "n_layers": 2, "n_heads": 4, "ffn": "swiglu", "norm": "rmsnorm", "position": "rope",
+              "max_seq_len": 32, "bias": false, "tie_embeddings": false},
+    "data": {"kind": "text", "train": ")" +
+      (dir / "train.tok").string() + R"(", "val": ")" + (dir / "val.tok").string() + R"(", "seq_len": 32},
+    "train": {"steps": )" +
+      std::to_string(steps) + R"(, "batch_size": 3, "log_every": 1,
+              "optimizer": {"lr": 0.01}, "schedule": {"kind": "constant"},
+              "lora": {"rank": )" +
+      std::to_string(rank) + R"(, "dropout": 0.1, "targets": ["q", "v", "down", "head"]}}})";
+  return parse_config_text(json, "lora test config");
+}
+
+TrainOutcome lora_run(const RunConfig& config, const fs::path& dir, const std::string& resume,
+                      int64_t stop_at = 0) {
+  TrainRequest request;
+  request.start.run_dir = dir.string();
+  request.start.resume = resume;
+  request.print_table = false;
+  request.stop_at_step = stop_at;
+  return train_run(config, request);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("lora run: adapter checkpoints name their base, resume bit for bit, refuse a changed base",
+                "[e2e][lora]") {
+  const testing::ScratchDir scratch("lora_run");
+  const fs::path root = scratch.path;
+  lora_run(lora_text_config(root, 6, 0), root / "base", "never");
+  const fs::path base = root / "base" / "checkpoints" / "step_00000006";
+  CATCH_REQUIRE(fs::exists(base / "model.safetensors"));
+
+  lora_run(lora_text_config(root, 14, 4), root / "straight", (root / "base").string());
+  lora_run(lora_text_config(root, 14, 4), root / "stopped", (root / "base").string(), 10);
+  lora_run(lora_text_config(root, 14, 4), root / "stopped", "auto");
+  const fs::path a = root / "straight" / "checkpoints" / "step_00000014";
+  const fs::path b = root / "stopped" / "checkpoints" / "step_00000014";
+  // The adapters alone: no model file, a base pointer with the base's digest.
+  CATCH_CHECK(!fs::exists(a / "model.safetensors"));
+  const CheckpointInfo info = read_checkpoint(a);
+  CATCH_REQUIRE(info.state.base.has_value());
+  CATCH_CHECK(fs::equivalent(info.state.base->dir, base));
+  const NamedTensors adapters = load_safetensors((a / "adapter.safetensors").string());
+  CATCH_CHECK(adapters.size() == 2 * (2 * 3 + 1));
+  const NamedTensors resumed = load_safetensors((b / "adapter.safetensors").string());
+  CATCH_REQUIRE(resumed.size() == adapters.size());
+  bool trained = false;
+  for (size_t i = 0; i < adapters.size(); ++i) {
+    CATCH_CHECK(adapters[i].first == resumed[i].first);
+    CATCH_CHECK(torch::equal(adapters[i].second, resumed[i].second));
+    trained |= adapters[i].first.find(".lora.b") != std::string::npos &&
+               adapters[i].second.abs().max().item<double>() > 0;
+  }
+  CATCH_CHECK(trained);
+
+  // The base rewritten under the run (another checkpoint's weights, a valid manifest): refused by name.
+  fs::remove_all(root / "base" / "checkpoints" / "step_00000006");
+  RunConfig other = lora_text_config(root, 6, 0);
+  other.seed = 9;
+  lora_run(other, root / "base2", "never");
+  fs::copy(root / "base2" / "checkpoints" / "step_00000006", base, fs::copy_options::recursive);
+  CATCH_CHECK_THROWS_WITH(lora_run(lora_text_config(root, 16, 4), root / "straight", "auto"),
+                          Catch::Contains("has changed since the adapters were trained"));
+}
