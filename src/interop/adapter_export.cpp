@@ -3,7 +3,6 @@
 #include "interop/adapter_export.h"
 
 #include <ATen/ATen.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <map>
@@ -242,21 +241,10 @@ void write_peft_adapter(const LoraAdapter& adapter, const fs::path& out_dir,
       {"modules_to_save", nullptr},
   };
 
-  const fs::path tmp =
-      target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(getpid()));
-  fs::remove_all(tmp);
-  try {
-    fs::create_directories(tmp);
+  write_folder_atomically(target, [&](const fs::path& tmp) {
     save_safetensors((tmp / "adapter_model.safetensors").string(), named, {{"format", "pt"}});
     write_file_synced(tmp / "adapter_config.json", config.dump(2) + "\n");
-    fsync_path(tmp);
-    fs::rename(tmp, target);
-    fsync_path(target.parent_path());
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    throw;
-  }
+  });
 }
 
 }  // namespace causal

@@ -4,7 +4,6 @@
 #include "interop/hf_export.h"
 
 #include <ATen/ATen.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -224,25 +223,14 @@ void export_hf(const InteropModel& model, GgufTensorType dtype, const std::strin
                                                                : gpt2_config(model, dtype);
   config["causal_config"] = model.config;  // provenance: the run config, read back by `causal import`
 
-  const fs::path tmp =
-      target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(getpid()));
-  fs::remove_all(tmp);
-  try {
-    fs::create_directories(tmp);
+  write_folder_atomically(target, [&](const fs::path& tmp) {
     save_safetensors((tmp / "model.safetensors").string(), tensors, {{"format", "pt"}});
     write_file_synced(tmp / "config.json", config.dump(2) + "\n");
     nlohmann::json generation = special_ids(model);
     generation["do_sample"] = false;
     write_file_synced(tmp / "generation_config.json", generation.dump(2) + "\n");
     write_tokenizer(tmp, model, vocab);
-    fsync_path(tmp);
-    fs::rename(tmp, target);
-    fsync_path(target.parent_path());
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    throw;
-  }
+  });
 }
 
 }  // namespace causal

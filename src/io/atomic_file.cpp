@@ -76,4 +76,21 @@ void write_file_atomically(const fs::path& path, const FileWriter& write) {
   }
 }
 
+void write_folder_atomically(const fs::path& path, const std::function<void(const fs::path& temp)>& write) {
+  const fs::path temp =
+      path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  fs::remove_all(temp);
+  try {
+    fs::create_directories(temp);
+    write(temp);
+    fsync_path(temp);
+    fs::rename(temp, path);
+    fsync_path(path.parent_path());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(temp, ec);
+    throw;
+  }
+}
+
 }  // namespace causal

@@ -27,6 +27,12 @@ void write_file_synced(const std::filesystem::path& path, const FileWriter& writ
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 void write_file_atomically(const std::filesystem::path& path, const FileWriter& write);
 
+// Makes the folder `path` whole or not at all: `write` fills a temporary sibling (".<name>.tmp-<pid>"),
+// which is then fsynced and renamed to `path`, and the parent fsynced. On any failure the temporary is
+// removed and the error rethrown.
+void write_folder_atomically(const std::filesystem::path& path,
+                             const std::function<void(const std::filesystem::path& temp)>& write);
+
 // Runs `io`, rethrowing an IoError as E, the error of the kind of file the caller owns (exit codes differ
 // between checkpoints, data files and run folders).
 template <class E, class F>

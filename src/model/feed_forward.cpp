@@ -60,11 +60,6 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   const c10::DeviceType device = x.device().type();
   const size_t out = layer.size() - 1;
   const bool gelu = kind == FfnKind::kGelu || kind == FfnKind::kGeluTanh;
-  // The output projection's input as the plain composition makes it, for an adapter there to read.
-  const auto hidden = [&](const torch::Tensor& first, const torch::Tensor& second) {
-    return gelu ? torch::gelu(first, kind == FfnKind::kGeluTanh ? "tanh" : "none")
-                : torch::silu(first) * second;
-  };
   if (kind != FfnKind::kRelu && options_.fused() && x.is_cuda() && layer[out]->adapter() == nullptr) {
     // The input products without their biases, which the activation's kernel adds; their adapters' terms
     // join the products before it.
@@ -82,7 +77,8 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   const torch::Tensor second = gelu ? torch::Tensor() : layer[1](x);      // (...,hidden)
   const torch::Tensor y =
       project_hidden(kind, first, second, layer[out]->product_weight(device), layer[out]->bias);  // (...,D)
-  return layer[out]->adapter() ? layer[out]->adapted(hidden(first, second), y) : y;
+  // An adapter on the output projection reads the hidden activation, made again here for it.
+  return layer[out]->adapter() ? layer[out]->adapted(hidden_activation(kind, first, second), y) : y;
 }
 
 void FeedForwardImpl::refresh_shadows(c10::optional<c10::ScalarType> products) {

@@ -132,9 +132,11 @@ ChunkedPass run_chunks(const at::Tensor& hidden, const at::Tensor& weight, const
     at::mm_out(grad_rows, figures.gradient, w);
     // Summed in float32 over the chunks: in place where the products are float32, else through the
     // product's own dtype (a bfloat16 product has no float32 output).
-    if (grad_w.defined() && options.products == at::kFloat) {
+    if (!grad_w.defined()) {
+      // a frozen head: no weight gradient
+    } else if (options.products == at::kFloat) {
       grad_w.addmm_(figures.gradient.t(), chunk);
-    } else if (grad_w.defined()) {
+    } else {
       grad_w.add_(at::mm(figures.gradient.t(), chunk));
     }
     if (grad_b.defined()) grad_b.add_(figures.gradient.sum({0}, false, at::kFloat));

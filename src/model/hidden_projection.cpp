@@ -18,10 +18,6 @@ bool is_gelu(FfnKind kind) { return kind == FfnKind::kGelu || kind == FfnKind::k
 // ATen's name for the GELU of `kind`: the exact one or its tanh approximation.
 const char* gelu_approximation(FfnKind kind) { return kind == FfnKind::kGeluTanh ? "tanh" : "none"; }
 
-torch::Tensor hidden_of(FfnKind kind, const torch::Tensor& first, const torch::Tensor& second) {
-  return is_gelu(kind) ? torch::gelu(first, gelu_approximation(kind)) : torch::silu(first) * second;
-}
-
 class HiddenProjectionFunction : public torch::autograd::Function<HiddenProjectionFunction> {
  public:
   // second and bias as optionals: LibTorch's Function takes an undefined tensor for an input only so.
@@ -35,7 +31,7 @@ class HiddenProjectionFunction : public torch::autograd::Function<HiddenProjecti
     ctx->saved_data["kind"] = kind;
     ctx->saved_data["weight_dtype"] = weight.scalar_type();
     ctx->saved_data["bias_dtype"] = bias.has_value() ? bias->scalar_type() : weight.scalar_type();
-    return torch::linear(hidden_of(static_cast<FfnKind>(kind), first, up), w, b);
+    return torch::linear(hidden_activation(static_cast<FfnKind>(kind), first, up), w, b);
   }
 
   // Autograd's own formulas for the plain composition, so that the gradients are its bit for bit. linear runs
@@ -84,6 +80,10 @@ class HiddenProjectionFunction : public torch::autograd::Function<HiddenProjecti
 
 }  // namespace
 
+at::Tensor hidden_activation(FfnKind kind, const at::Tensor& first, const at::Tensor& second) {
+  return is_gelu(kind) ? torch::gelu(first, gelu_approximation(kind)) : torch::silu(first) * second;
+}
+
 at::Tensor project_hidden(FfnKind kind, const at::Tensor& first, const at::Tensor& second,
                           const at::Tensor& weight, const at::Tensor& bias) {
   TORCH_CHECK(is_gelu(kind) || kind == FfnKind::kSwiglu,
@@ -98,7 +98,7 @@ at::Tensor project_hidden(FfnKind kind, const at::Tensor& first, const at::Tenso
   const c10::ScalarType products =
       enabled_autocast_dtype(first.device().type()).value_or(weight.scalar_type());
   if (!records || first.scalar_type() != products)
-    return torch::linear(hidden_of(kind, first, second), weight, bias);
+    return torch::linear(hidden_activation(kind, first, second), weight, bias);
   return HiddenProjectionFunction::apply(first, optional_tensor(second), weight, optional_tensor(bias),
                                          static_cast<int64_t>(kind));
 }

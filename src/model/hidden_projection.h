@@ -15,6 +15,9 @@ namespace causal {
 // one (..., H) tensor fewer for a GELU and two for "swiglu". Output and gradients are the plain composition's
 // bit for bit: the backward runs the same operations on the same values, under autocast too (where the
 // weight's gradient returns in its own dtype, as autocast's cast returns it).
+// The hidden activation itself: gelu(first) (erf or tanh as `kind` says) or silu(first) * second.
+at::Tensor hidden_activation(FfnKind kind, const at::Tensor& first, const at::Tensor& second);
+
 at::Tensor project_hidden(FfnKind kind, const at::Tensor& first, const at::Tensor& second,
                           const at::Tensor& weight, const at::Tensor& bias);
 

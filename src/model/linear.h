@@ -54,7 +54,7 @@ class LinearImpl : public torch::nn::Module {
   // Brings the shadow up to date for products in `products` now (a CUDA graph's replay runs no host code).
   void refresh_shadow(c10::optional<c10::ScalarType> products);
 
-  // Attaches (or replaces) the adapter; nullptr detaches none (there is nothing to undo: build a new model).
+  // Attaches the adapter, once (a second is refused: there is nothing to undo, build a new model).
   void set_adapter(std::shared_ptr<LinearAdapterImpl> adapter);
   LinearAdapterImpl* adapter() const { return adapter_.get(); }
   const LinearOptions& options() const { return options_; }
