@@ -155,6 +155,21 @@ std::string short_name(const std::string& module) { return module.substr(module.
 
 }  // namespace
 
+LoraAdapter lora_adapter_of(const InteropModel& model, const std::string& format) {
+  if (model.adapters.empty())
+    throw ConfigError(model.origin, "train.lora",
+                      "the checkpoint is a whole model with no LoRA adapters, so --format " + format +
+                          " has nothing to write (export the model with --format gguf or hf)");
+  LoraAdapter adapter;
+  adapter.model = model.model;
+  adapter.rank = model.lora.rank;
+  adapter.alpha = model.lora.alpha;
+  adapter.rslora = model.lora.rslora;
+  for (const auto& [path, tensors] : model.adapters)
+    adapter.tensors.push_back({path + ".weight", tensors.a, tensors.b});
+  return adapter;
+}
+
 double lora_scale(const LoraAdapter& adapter) {
   const double r = static_cast<double>(adapter.rank);
   return adapter.rslora ? adapter.alpha / std::sqrt(r) : adapter.alpha / r;

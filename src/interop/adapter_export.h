@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "interop/interop_model.h"
 
 namespace causal {
 
@@ -28,6 +29,11 @@ struct LoraAdapter {
   double alpha = 0.0;
   bool rslora = false;  // scale alpha / sqrt(rank) instead of alpha / rank
 };
+
+// The adapters of an adapter checkpoint's export source (load_export_source without merge), under their
+// weights' names. Throws ConfigError naming model.origin when it holds none: a whole model has no adapter
+// to write.
+LoraAdapter lora_adapter_of(const InteropModel& model, const std::string& format);
 
 // alpha / rank, or alpha / sqrt(rank) with rslora.
 double lora_scale(const LoraAdapter& adapter);

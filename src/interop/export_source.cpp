@@ -47,6 +47,10 @@ InteropModel load_export_source(const std::string& run_dir, const std::string& r
       if (!is_adapter_parameter(item.key())) out.tensors[item.key()] = cpu(item.value());
     for (const auto& [path, lora] : lora_adapters(*loaded.model))
       out.adapters[path] = {cpu(lora->a), cpu(lora->b)};
+    if (!out.adapters.empty()) {
+      out.lora = loaded.config.train.lora;
+      if (loaded.checkpoint.state.base) out.base_origin = loaded.checkpoint.state.base->dir.string();
+    }
   }
   const fs::path info_file = loaded.checkpoint.dir / kTokenizerInfoFile;
   if (fs::exists(info_file)) {

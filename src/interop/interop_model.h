@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "config/train_config.h"
 #include "data/tokenizer.h"
 #include "interop/tensor_map.h"
 
@@ -36,6 +37,8 @@ struct InteropModel {
     at::Tensor a, b;
   };
   std::map<std::string, Adapter> adapters;
+  LoraConfig lora;          // the adapters' rank, alpha and scale rule (train.lora); rank 0 without them
+  std::string base_origin;  // export of adapters: the base checkpoint they were trained on
   std::vector<std::string> vocab_pieces;  // import: the file's vocab, id -> piece (empty: none in it)
 };
 

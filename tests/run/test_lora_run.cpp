@@ -10,9 +10,11 @@
 #include "checkpoint/checkpoint.h"
 #include "config/config_io.h"
 #include "core/errors.h"
+#include "io/gguf_file.h"
 #include "io/safetensors.h"
 #include "run/train_run.h"
 #include "support/byte_docs.h"
+#include "support/cli.h"
 #include "support/scratch_dir.h"
 
 using namespace causal;
@@ -83,6 +85,40 @@ CATCH_TEST_CASE("lora run: adapter checkpoints name their base, resume bit for b
                adapters[i].second.abs().max().item<double>() > 0;
   }
   CATCH_CHECK(trained);
+
+  // `causal export` writes the adapters alone in each consumer's format, and refuses what does not fit.
+  const auto exported = [&](const std::string& args) {
+    return testing::run_causal("export --checkpoint " + a.string() + " " + args);
+  };
+  const fs::path gguf = root / "adapter.gguf";
+  CATCH_REQUIRE(exported("--format gguf-lora --out " + gguf.string()).code == 0);
+  const GgufFile file = read_gguf(gguf.string());
+  CATCH_REQUIRE(file.find("general.type") != nullptr);
+  CATCH_CHECK(*file.find("general.type") == GgufValue::string("adapter"));
+  CATCH_CHECK(*file.find("adapter.type") == GgufValue::string("lora"));
+  CATCH_CHECK(file.tensors.size() == adapters.size());
+  // v's rows are in the same order in both files (only q and k rows move): A and B as trained.
+  const GgufTensor* v_b = file.tensor("blk.1.attn_v.weight.lora_b");
+  CATCH_REQUIRE(v_b != nullptr);
+  for (const auto& [name, tensor] : adapters)
+    if (name == "blocks.1.attn.v_proj.lora.b")
+      CATCH_CHECK(v_b->data == std::string(static_cast<const char*>(tensor.contiguous().data_ptr()),
+                                           tensor.numel() * sizeof(float)));
+  CATCH_CHECK(exported("--format peft --out " + (root / "peft").string()).code == 0);
+  CATCH_CHECK(fs::exists(root / "peft" / "adapter_config.json"));
+  CATCH_CHECK(fs::exists(root / "peft" / "adapter_model.safetensors"));
+  const testing::Result whole = exported("--format gguf --out " + (root / "whole.gguf").string());
+  CATCH_CHECK(whole.code == 2);
+  CATCH_CHECK_THAT(whole.err, Catch::Contains("--merge"));
+  CATCH_CHECK(exported("--format peft --merge --out " + (root / "p2").string()).code == 2);
+  CATCH_CHECK(exported("--format gguf-lora --dtype f16 --out " + (root / "a2.gguf").string()).code == 2);
+  const testing::Result no_adapters = testing::run_causal(
+      "export --checkpoint " + base.string() + " --format gguf-lora --out " + (root / "b.gguf").string());
+  CATCH_CHECK(no_adapters.code == 2);
+  CATCH_CHECK_THAT(no_adapters.err, Catch::Contains("no LoRA adapters"));
+  CATCH_CHECK_FALSE(fs::exists(root / "whole.gguf"));
+  CATCH_CHECK_FALSE(fs::exists(root / "p2"));
+  CATCH_CHECK_FALSE(fs::exists(root / "b.gguf"));
 
   // The base rewritten under the run (another checkpoint's weights, a valid manifest): refused by name.
   fs::remove_all(root / "base" / "checkpoints" / "step_00000006");
