@@ -75,7 +75,7 @@ ParameterCounts parameter_counts(const ModelConfig& model) {
 }
 
 InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t batch,
-                            const std::string& dtype) {
+                            const std::string& dtype, const LoraConfig& lora) {
   InspectReport r;
   r.model = resolved(model);
   const ModelConfig& m = r.model;
@@ -88,7 +88,8 @@ InspectReport inspect_model(const ModelConfig& model, int64_t context, int64_t b
   if (batch < 1) throw ConfigError("--batch", "", "must be >= 1, got " + std::to_string(batch));
   check_cost_size(m, t, batch, "--batch", "");
   r.dtype = dtype;
-  static_cast<ModelCost&>(r) = model_cost(m, t, batch, bytes_per_element(dtype));
+  r.lora = lora;
+  static_cast<ModelCost&>(r) = model_cost(m, t, batch, bytes_per_element(dtype), lora);
   return r;
 }
 
@@ -99,6 +100,17 @@ void check_training_memory(const InspectReport& r, int64_t memory_bytes, const s
   if (memory_bytes <= 0 || needed <= memory_bytes) return;
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   auto gib = [&](int64_t bytes) { return fixed2(static_cast<double>(bytes) / kGiB) + " GiB"; };
+  std::string lora_hint;
+  if (r.lora.rank == 0) {
+    LoraConfig lora;
+    lora.rank = 16;
+    const int64_t adapted = training_bytes(
+        model_cost(r.model, r.flops.context, r.batch, bytes_per_element(r.dtype), lora).memory);
+    if (adapted <= memory_bytes)
+      lora_hint =
+          "; or fine-tune LoRA adapters on the frozen weights instead (--set train.lora.rank=16: about " +
+          gib(adapted) + ", docs/finetune.md)";
+  }
   throw ConfigError(
       "memory", "model.d_model, model.n_layers, train.batch_size",
       "training needs about " + gib(needed) + " (parameters " + gib(r.memory.parameters) + " + gradients " +
@@ -107,7 +119,7 @@ void check_training_memory(const InspectReport& r, int64_t memory_bytes, const s
           std::to_string(r.flops.context) + ", estimate of `causal inspect`) but " + where + " has " +
           gib(memory_bytes) + "; reduce model.d_model (" + std::to_string(r.model.d_model) +
           "), model.n_layers (" + std::to_string(r.model.n_layers) + ") or train.batch_size (" +
-          std::to_string(r.batch) + ")");
+          std::to_string(r.batch) + ")" + lora_hint);
 }
 
 std::string format_inspect(const InspectReport& r) {
@@ -145,6 +157,13 @@ std::string format_inspect(const InspectReport& r) {
   row("final norm", with_commas(p.final_norm));
   row(m.tie_embeddings ? "head (tied to the embedding)" : "head", with_commas(p.head));
   row("total (" + human_count(static_cast<double>(p.total), "") + ")", with_commas(p.total));
+  if (r.lora.rank > 0) {
+    std::string targets;
+    for (const std::string& t : r.lora.targets) targets += (targets.empty() ? "" : ",") + t;
+    row("LoRA adapters (r " + std::to_string(r.lora.rank) + " on " + targets + ")", with_commas(p.adapters));
+  }
+  row("trainable" + std::string(r.lora.rank > 0 ? " (the adapters; the rest frozen)" : " (all)"),
+      with_commas(p.trainable));
   out << "\n";
 
   out << pad_right("FLOPs per token at context T = " + std::to_string(f.context), kLabel)
@@ -157,7 +176,9 @@ std::string format_inspect(const InspectReport& r) {
   row("head", with_commas(f.head), with_commas(f.head));
   row("forward (" + human_count(static_cast<double>(f.forward), "FLOP") + ")", with_commas(f.forward),
       with_commas(f.forward_causal));
-  row("training, 3 x forward (" + human_count(static_cast<double>(f.training), "FLOP") + ")",
+  row(std::string(r.lora.rank > 0 ? "training, 3 x forward - frozen weight grads ("
+                                  : "training, 3 x forward (") +
+          human_count(static_cast<double>(f.training), "FLOP") + ")",
       with_commas(f.training), with_commas(f.training_causal));
   out << "\n";
 
@@ -166,8 +187,8 @@ std::string format_inspect(const InspectReport& r) {
                    kLabel)
       << pad_left("bytes", kNumber) << "\n";
   row("parameters", with_commas(mem.parameters), human_bytes(mem.parameters));
-  row("gradients", with_commas(mem.gradients), human_bytes(mem.gradients));
-  row("AdamW moments (2 x fp32)", with_commas(mem.optimizer), human_bytes(mem.optimizer));
+  row("gradients (trainable)", with_commas(mem.gradients), human_bytes(mem.gradients));
+  row("AdamW moments (2 x fp32, trainable)", with_commas(mem.optimizer), human_bytes(mem.optimizer));
   row("KV cache (2 B L T Hkv dk bytes)", with_commas(mem.kv_cache), human_bytes(mem.kv_cache));
   row("training: params + grads + AdamW", with_commas(mem.training), human_bytes(mem.training));
   row("activations per micro-batch (est.)", with_commas(mem.activations), human_bytes(mem.activations));
@@ -201,7 +222,10 @@ nlohmann::json inspect_to_json(const InspectReport& r) {
                      {"final_norm", p.final_norm},
                      {"head", p.head},
                      {"total", p.total},
-                     {"matmul", p.matmul}};
+                     {"matmul", p.matmul},
+                     {"adapters", p.adapters},
+                     {"trainable", p.trainable}};
+  if (r.lora.rank > 0) j["lora"] = {{"rank", r.lora.rank}, {"targets", r.lora.targets}};
   j["flops_per_token"] = {{"attention_projections_per_block", f.attention_projections},
                           {"attention_scores_per_block", f.attention_scores},
                           {"attention_scores_causal_per_block", f.attention_scores_causal},

@@ -27,7 +27,7 @@ int run_inspect(const InspectFlags& flags) {
   const std::string source = flags.run.empty() ? flags.config : flags.run + "/config.json";
   const RunConfig config = load_config(source, flags.overrides, ConfigScope::kModel, train_vocab_size);
   const int64_t t = flags.context > 0 ? flags.context : config.model.max_seq_len;
-  const InspectReport report = inspect_model(config.model, t, flags.batch, flags.dtype);
+  const InspectReport report = inspect_model(config.model, t, flags.batch, flags.dtype, config.train.lora);
   std::cout << (flags.json ? inspect_to_json(report).dump(2) : format_inspect(report)) << "\n";
   return kExitOk;
 }
@@ -39,7 +39,9 @@ Command add_inspect_command(CLI::App& app) {
   CLI::App* inspect = app.add_subcommand(
       "inspect",
       "Parameters per component, FLOPs per token, KV-cache bytes and a memory plan for a model config "
-      "(only its `model` section is needed), by the formulas in docs/background.md; nothing is allocated.");
+      "(only its `model` section is needed), by the formulas in docs/background.md; nothing is allocated. "
+      "With train.lora.rank set (in the config or --set train.lora.rank=16) the plan is LoRA's: the "
+      "adapters train, the rest is frozen (docs/finetune.md).");
   CLI::Option* config = inspect->add_option("--config", flags->config,
                                             "Config file; a file with only a `model` section is enough");
   inspect->add_option("--run", flags->run, "A run folder: inspect the model of its config.json")

@@ -14,7 +14,42 @@ struct CostFigures {
   double largest = 0;
 };
 
-CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, int64_t bytes_per_element) {
+// Per adapted product (in, out) of train.lora's targets, once per block (or once for the head).
+struct AdaptedProducts {
+  double per_block_sum = 0;  // sum of in + out over a block's adapted products
+  double per_block_in = 0;   // sum of in
+  double per_block_count = 0;
+  double head_sum = 0, head_in = 0, head_count = 0;
+};
+
+AdaptedProducts adapted_products(const ModelConfig& m, const LoraConfig& lora) {
+  AdaptedProducts out;
+  if (lora.rank <= 0) return out;
+  const double d = static_cast<double>(m.d_model), dk = static_cast<double>(m.head_dim());
+  const double q = static_cast<double>(m.n_heads) * dk, kv = static_cast<double>(m.n_kv_heads) * dk;
+  const double h = static_cast<double>(m.ffn_hidden);
+  const bool swiglu = m.ffn == FfnKind::kSwiglu;
+  for (const std::string& target : lora.targets) {
+    double in = 0, o = 0;
+    if (target == "q") in = d, o = q;
+    if (target == "k" || target == "v") in = d, o = kv;
+    if (target == "o") in = q, o = d;
+    if ((target == "gate" && swiglu) || target == "up") in = d, o = h;
+    if (target == "down") in = h, o = d;
+    if (target == "head" && !m.tie_embeddings) {
+      out.head_sum = d + static_cast<double>(m.output_vocab), out.head_in = d, out.head_count = 1;
+      continue;
+    }
+    if (in == 0) continue;
+    out.per_block_sum += in + o;
+    out.per_block_in += in;
+    out.per_block_count += 1;
+  }
+  return out;
+}
+
+CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, int64_t bytes_per_element,
+                         const LoraConfig& lora) {
   CostFigures out;
   // Every figure passes through here: the largest is kept, and a figure past kLargestCostFigure (refused by
   // check_cost_size) is clamped rather than converted out of int64's range.
@@ -61,6 +96,12 @@ CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, i
   put(p.head, head);
   put(p.total, total);
   put(p.matmul, matmul);
+  const AdaptedProducts adapted = adapted_products(m, lora);
+  const double r = lora.rank > 0 ? static_cast<double>(lora.rank) : 0;
+  const double adapters = r * (layers * adapted.per_block_sum + adapted.head_sum);
+  const double trainable = lora.rank > 0 ? adapters : total;
+  put(p.adapters, adapters);
+  put(p.trainable, trainable);
 
   // FLOPs per token. Scores QK^T and the weighted sum PV: 2 FLOPs x T keys x D (= Hq*dk) each; position i
   // (0-based) of a causal pass sees i+1 keys, (T+1)/2 on average.
@@ -75,8 +116,10 @@ CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, i
   put(f.head, 2 * d * v);
   put(f.forward, forward);
   put(f.forward_causal, forward_causal);
-  put(f.training, 3 * forward);
-  put(f.training_causal, 3 * forward_causal);
+  // A frozen weight costs no weight gradient; the adapters' two small products cost 3 x as any product.
+  const double frozen_saving = lora.rank > 0 ? 2 * matmul - 6 * adapters : 0;
+  put(f.training, 3 * forward - frozen_saving);
+  put(f.training_causal, 3 * forward_causal - frozen_saving);
 
   // Bytes.
   MemoryPlan& mem = out.cost.memory;
@@ -84,13 +127,13 @@ CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, i
   const double kv_cache =
       kv_cache_bytes(batch, m.n_layers, context, m.n_kv_heads, m.head_dim(), bytes_per_element);
   mem.bytes_per_element = bytes_per_element;
-  put(mem.parameters, total * e);
-  put(mem.gradients, total * e);
-  put(mem.optimizer, total * 2 * 4);
+  put(mem.parameters, (total + adapters) * e);
+  put(mem.gradients, trainable * e);
+  put(mem.optimizer, trainable * 2 * 4);
   put(mem.kv_cache, kv_cache);
-  put(mem.activations, activation_bytes(m, batch, context, bytes_per_element));
-  put(mem.training, total * (2 * e + 8));
-  put(mem.inference, total * e + kv_cache);
+  put(mem.activations, activation_bytes(m, batch, context, bytes_per_element, lora));
+  put(mem.training, (total + adapters) * e + trainable * (e + 8));
+  put(mem.inference, (total + adapters) * e + kv_cache);
 
   out.cost.batch = batch;
   put(out.cost.scaling.compute_optimal_tokens, 20 * total);
@@ -107,7 +150,15 @@ double kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv
          static_cast<double>(bytes_per_element);
 }
 
-double activation_bytes(const ModelConfig& m, int64_t batch, int64_t context, int64_t bytes_per_element) {
+int64_t lora_parameters(const ModelConfig& m, const LoraConfig& lora) {
+  const AdaptedProducts adapted = adapted_products(m, lora);
+  const double r = lora.rank > 0 ? static_cast<double>(lora.rank) : 0;
+  return static_cast<int64_t>(r *
+                              (static_cast<double>(m.n_layers) * adapted.per_block_sum + adapted.head_sum));
+}
+
+double activation_bytes(const ModelConfig& m, int64_t batch, int64_t context, int64_t bytes_per_element,
+                        const LoraConfig& lora) {
   const double b = static_cast<double>(batch), t = static_cast<double>(context), bt = b * t;
   const double d = static_cast<double>(m.d_model), dk = static_cast<double>(m.head_dim());
   const double c = m.ffn == FfnKind::kSwiglu ? 4 : 2;
@@ -115,18 +166,27 @@ double activation_bytes(const ModelConfig& m, int64_t batch, int64_t context, in
       bt * (6 * d + 2 * static_cast<double>(m.n_kv_heads) * dk + c * static_cast<double>(m.ffn_hidden)) +
       2 * b * static_cast<double>(m.n_heads) * t * t;
   const double outside_blocks = bt * (3 * d + 2 * static_cast<double>(m.output_vocab));
-  return (static_cast<double>(m.n_layers) * per_block + outside_blocks) *
+  // An adapter keeps x A^T for B's gradient, and with dropout the dropped input it multiplied.
+  const AdaptedProducts adapted = adapted_products(m, lora);
+  const double r = lora.rank > 0 ? static_cast<double>(lora.rank) : 0, dropped = lora.dropout > 0 ? 1 : 0;
+  // An adapted head enters the chunked loss as its folded weight W + s B A, with that weight's gradient.
+  const double adapters =
+      bt * (static_cast<double>(m.n_layers) * (r * adapted.per_block_count + dropped * adapted.per_block_in) +
+            r * adapted.head_count + dropped * adapted.head_in) +
+      adapted.head_count * 2 * d * static_cast<double>(m.output_vocab);
+  return (static_cast<double>(m.n_layers) * per_block + outside_blocks + adapters) *
          static_cast<double>(bytes_per_element);
 }
 
-ModelCost model_cost(const ModelConfig& resolved, int64_t context, int64_t batch, int64_t bytes_per_element) {
-  return cost_figures(resolved, context, batch, bytes_per_element).cost;
+ModelCost model_cost(const ModelConfig& resolved, int64_t context, int64_t batch, int64_t bytes_per_element,
+                     const LoraConfig& lora) {
+  return cost_figures(resolved, context, batch, bytes_per_element, lora).cost;
 }
 
 void check_cost_size(const ModelConfig& m, int64_t context, int64_t batch, const std::string& source,
                      const std::string& batch_path) {
   // 4 bytes per element: the widest dtype gives the largest figures.
-  if (cost_figures(m, context, 1, 4).largest >= kLargestCostFigure) {
+  if (cost_figures(m, context, 1, 4, {}).largest >= kLargestCostFigure) {
     throw ConfigError(source, "model.d_model",
                       "model.d_model " + std::to_string(m.d_model) + ", model.n_layers " +
                           std::to_string(m.n_layers) + ", model.ffn_hidden " + std::to_string(m.ffn_hidden) +
@@ -134,7 +194,7 @@ void check_cost_size(const ModelConfig& m, int64_t context, int64_t batch, const
                           " describe a model too large to count in 64-bit integers (more than 2^62 bytes or "
                           "FLOPs); reduce them");
   }
-  if (batch > 1 && cost_figures(m, context, batch, 4).largest >= kLargestCostFigure) {
+  if (batch > 1 && cost_figures(m, context, batch, 4, {}).largest >= kLargestCostFigure) {
     throw ConfigError(source, batch_path,
                       std::to_string(batch) + " sequences of " + std::to_string(context) +
                           " positions of this model need more than 2^62 bytes of activations; reduce it");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/model_config.h"
+#include "config/train_config.h"
 
 namespace causal {
 
@@ -23,6 +24,9 @@ struct ParameterCounts {
   int64_t head = 0;  // D * output_vocab (+ bias); 0 when tied to an input embedding
   int64_t total = 0;
   int64_t matmul = 0;  // weights a token is multiplied by: block projections + head (also when tied)
+  // LoRA (train.lora.rank r > 0): r (in + out) per adapted product, on top of `total`; 0 without.
+  int64_t adapters = 0;
+  int64_t trainable = 0;  // what gets gradients and AdamW state: `adapters` with LoRA, else `total`
 };
 
 // Multiply-adds count as two FLOPs. "causal" variants count only the keys a causal pass computes.
@@ -32,22 +36,24 @@ struct FlopsPerToken {
   int64_t attention_scores =
       0;  // per block: 4*T*D for QK^T and PV over all T keys (docs/background.md#flops-per-token)
   int64_t attention_scores_causal =
-      0;                        // per block: 2*(T+1)*D, the mean over the T positions of a causal pass
-  int64_t ffn = 0;              // per block: 2 x ffn weights
-  int64_t head = 0;             // 2 x D x output_vocab
-  int64_t forward = 0;          // 2 x matmul parameters + n_layers * attention_scores
-  int64_t forward_causal = 0;   // 2 x matmul parameters + n_layers * attention_scores_causal
-  int64_t training = 0;         // 3 x forward: the backward pass costs about two forwards
-  int64_t training_causal = 0;  // 3 x forward_causal
+      0;                       // per block: 2*(T+1)*D, the mean over the T positions of a causal pass
+  int64_t ffn = 0;             // per block: 2 x ffn weights
+  int64_t head = 0;            // 2 x D x output_vocab
+  int64_t forward = 0;         // 2 x matmul parameters + n_layers * attention_scores
+  int64_t forward_causal = 0;  // 2 x matmul parameters + n_layers * attention_scores_causal
+  // 3 x forward: the backward pass costs about two forwards. With LoRA the frozen weights get no weight
+  // gradient (2 x matmul less) and the adapters cost 3 x their forward (2 x adapters).
+  int64_t training = 0;
+  int64_t training_causal = 0;  // the same over forward_causal
 };
 
 // Bytes, exact, except `activations`, an estimate (kernels and the allocator decide the real figure; the
 // run's metrics log the measured peak).
 struct MemoryPlan {
   int64_t bytes_per_element = 0;  // of parameters, gradients and the KV cache
-  int64_t parameters = 0;         // total parameters * bytes_per_element
-  int64_t gradients = 0;          // one gradient per parameter, same dtype
-  int64_t optimizer = 0;          // AdamW: two fp32 moments per parameter (8 bytes)
+  int64_t parameters = 0;         // (total + adapters) parameters * bytes_per_element
+  int64_t gradients = 0;          // one gradient per trainable parameter, same dtype
+  int64_t optimizer = 0;          // AdamW: two fp32 moments per trainable parameter (8 bytes)
   int64_t kv_cache = 0;           // kv_cache_bytes(B, L, T, Hkv, dk, bytes_per_element)
   int64_t activations = 0;        // activation_bytes(model, B, T, bytes_per_element)
   int64_t training = 0;           // parameters + gradients + optimizer
@@ -82,13 +88,21 @@ double kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv
 // The activation memory a training micro-batch of B x T keeps for backward with the reference kernel, the
 // only formula for it: per block B*T*(6D + 2*Hkv*dk + c*F) + 2*B*Hq*T^2 (c = 2 gelu and relu, 4 swiglu),
 // plus B*T*(3D + 2V) for embeddings, final norm, logits and their softmax; times bytes_per_element.
+// With LoRA, each adapter also keeps its B*T*r intermediate (and its B*T*in dropped input with dropout), and
+// an adapted head its folded (V, D) weight and that weight's gradient.
 double activation_bytes(const ModelConfig& resolved, int64_t batch, int64_t context,
-                        int64_t bytes_per_element);
+                        int64_t bytes_per_element, const LoraConfig& lora = {});
+
+// The LoRA parameters train.lora adds to `resolved`: r (in + out) for every targeted product (q D -> Hq*dk,
+// k and v D -> Hkv*dk, o Hq*dk -> D, gate and up D -> F, down F -> D, head D -> V; gate only in a SwiGLU
+// FFN). 0 for rank 0.
+int64_t lora_parameters(const ModelConfig& resolved, const LoraConfig& lora);
 
 // Every figure of `resolved` (n_kv_heads and ffn_hidden filled in, sizes passed by check_cost_size) for
 // `batch` sequences of `context` positions, with parameters, gradients and the KV cache in
-// `bytes_per_element`.
-ModelCost model_cost(const ModelConfig& resolved, int64_t context, int64_t batch, int64_t bytes_per_element);
+// `bytes_per_element`; with `lora` (rank > 0) the adapters train and the rest is frozen.
+ModelCost model_cost(const ModelConfig& resolved, int64_t context, int64_t batch, int64_t bytes_per_element,
+                     const LoraConfig& lora = {});
 
 // The one size check of the cost figures: throws ConfigError from `source` when a figure of
 // model_cost(resolved, context, batch, 4) would reach kLargestCostFigure. It names the model's sizes (at

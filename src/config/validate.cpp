@@ -428,6 +428,8 @@ void validate(const RunConfig& config, const std::string& source, ConfigScope sc
   validate_model(config.model, check);
   // Sizes too large to count are refused by name before anything computes with them.
   check_cost_size(config.model, config.model.max_seq_len, 1, source, "");
+  // train.lora changes the model's trainable set, so a model-only reader (inspect) checks it too.
+  validate_lora(config, check);
   if (scope == ConfigScope::kModel) return;
   // Each data.kind declares its own fields (config/data_config.h) and so its own checks.
   using KindChecks = void (*)(const RunConfig&, const Checker&);
@@ -436,7 +438,6 @@ void validate(const RunConfig& config, const std::string& source, ConfigScope sc
   kind_checks.at(config.data.kind)(config, check);
   validate_train(config.train, check);
   validate_eval_tasks(config, check);
-  validate_lora(config, check);
   validate_dist(config.dist, check);
   // The same bound for a whole micro-batch, once train.batch_size is known to be >= 1.
   check_cost_size(config.model, config.model.max_seq_len, config.train.batch_size, source,

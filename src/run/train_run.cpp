@@ -32,7 +32,8 @@ namespace {
 void log_cost_plan(spdlog::logger& log, const InspectReport& r, const MatmulPeak& peak) {
   constexpr double kMiB = 1024.0 * 1024.0;
   log.info(
-      "memory: parameters {:.2f} MiB, gradients {:.2f} MiB, AdamW state {:.2f} MiB, activations ~{:.1f} MiB "
+      "memory: parameters {:.2f} MiB, gradients {:.2f} MiB, AdamW state {:.2f} MiB (of what trains), "
+      "activations ~{:.1f} MiB "
       "per micro-batch of {} x {} (estimate), KV cache for one sequence of {} positions {:.2f} MiB",
       r.memory.parameters / kMiB, r.memory.gradients / kMiB, r.memory.optimizer / kMiB,
       r.memory.activations / kMiB, r.batch, r.flops.context, r.model.max_seq_len,
@@ -152,7 +153,8 @@ class TrainJob {
   // config: all before any folder is written or tensor allocated.
   OpenedTask open_task(const Start& start) {
     OpenedTask opened{make_task(config_, device_, TaskScope::kTraining), {}};
-    opened.cost = inspect_model(config_.model, opened.task->sequence_length(), config_.train.batch_size);
+    opened.cost = inspect_model(config_.model, opened.task->sequence_length(), config_.train.batch_size,
+                                "fp32", config_.train.lora);
     if (device_.is_cpu()) check_training_memory(opened.cost, physical_memory_bytes(), "this machine");
     start.rank->check_writable(opened.cost.memory.parameters + opened.cost.memory.optimizer + (64 << 10));
     if (start.from) {

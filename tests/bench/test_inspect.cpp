@@ -390,3 +390,38 @@ CATCH_TEST_CASE("inspect: validation bounds the batch with the activation bytes 
   CATCH_CHECK_THROWS_WITH(causal::inspect_model(m, t, past),
                           Contains("--batch") && Contains(std::to_string(past) + " sequences"));
 }
+
+// Full fine-tuning that does not fit is refused with its estimate and, where adapters would fit, LoRA's
+// estimate and the setting that gets it; a LoRA plan that does not fit gets no such hint.
+CATCH_TEST_CASE("inspect: the memory check names LoRA's estimate when full fine-tuning does not fit",
+                "[unit][inspect]") {
+  ModelConfig m;
+  m.d_model = 2048;
+  m.n_layers = 24;
+  m.n_heads = 32;
+  m.max_seq_len = 128;
+  m.ffn = causal::FfnKind::kSwiglu;
+  m.norm = causal::NormKind::kRmsNorm;
+  m.position = causal::PositionKind::kRope;
+  m.inputs = {{"token", 49152}};
+  m.output_vocab = 49152;
+  m.tie_embeddings = true;
+  const causal::InspectReport full = causal::inspect_model(m, 128, 4);
+  causal::LoraConfig lora;
+  lora.rank = 16;
+  const causal::InspectReport adapted = causal::inspect_model(m, 128, 4, "fp32", lora);
+  const int64_t full_bytes = causal::training_bytes(full.memory),
+                lora_bytes = causal::training_bytes(adapted.memory);
+  CATCH_REQUIRE(lora_bytes < full_bytes / 2);
+  const int64_t between = (full_bytes + lora_bytes) / 2;
+  CATCH_CHECK_THROWS_WITH(causal::check_training_memory(full, between, "this machine"),
+                          Contains("training needs about") && Contains("train.lora.rank=16: about"));
+  CATCH_CHECK_NOTHROW(causal::check_training_memory(adapted, between, "this machine"));
+  CATCH_CHECK_THROWS_WITH(causal::check_training_memory(full, lora_bytes / 2, "this machine"),
+                          !Contains("train.lora"));
+  CATCH_CHECK_THROWS_WITH(causal::check_training_memory(adapted, lora_bytes / 2, "this machine"),
+                          !Contains("train.lora.rank=16"));
+  const std::string table = causal::format_inspect(adapted);
+  CATCH_CHECK_THAT(table, Contains("LoRA adapters (r 16 on q,k,v,o,gate,up,down)"));
+  CATCH_CHECK(causal::inspect_to_json(adapted)["parameters"]["trainable"] == adapted.parameters.adapters);
+}

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <map>
 
+#include "config/config_io.h"
+#include "config/cost_model.h"
 #include "model/count_parameters.h"
 #include "model/lora.h"
 #include "model/transformer.h"
@@ -260,4 +262,42 @@ CATCH_TEST_CASE("adapter dropout: live in train mode only, and the chunked loss 
   const torch::Tensor e1 = model->forward(model_inputs(batch)).logits;
   torch::manual_seed(6);
   CATCH_CHECK(torch::equal(e1, model->forward(model_inputs(batch)).logits));
+}
+
+// The cost model's LoRA figures (what `causal inspect` and the run's memory check print) count what
+// attach_lora builds: the same adapters, and gradients and AdamW state for them alone. GQA and a GELU
+// FFN named with "gate" (which it has not) included.
+CATCH_TEST_CASE(
+    "lora: the cost model counts the adapters attach_lora builds, and plans memory for them alone",
+    "[unit][lora]") {
+  std::vector<std::pair<ModelConfig, LoraConfig>> cases;
+  for (const ModelConfig& c : lora_models()) cases.emplace_back(c, every_product(c, 3));
+  ModelConfig gqa = testing::small_text_model(AttentionKind::kSdpa, 8);
+  gqa.n_kv_heads = 2;
+  gqa.ffn = FfnKind::kGelu;
+  LoraConfig defaults;  // q, k, v, o, gate, up, down: "gate" adapts nothing in a GELU FFN
+  defaults.rank = 5;
+  cases.emplace_back(gqa, defaults);
+  for (auto& [config, lora] : cases) {
+    RunConfig run;
+    run.model = config;
+    resolve(run);
+    torch::manual_seed(1);
+    Transformer model(run.model);
+    attach_lora(*model, lora);
+    const int64_t built = count_parameters(*model, /*trainable_only=*/true);
+    CATCH_CHECK(lora_parameters(run.model, lora) == built);
+    const ModelCost cost = model_cost(run.model, 8, 2, 4, lora);
+    const ModelCost full = model_cost(run.model, 8, 2, 4);
+    CATCH_CHECK(cost.parameters.adapters == built);
+    CATCH_CHECK(cost.parameters.trainable == built);
+    CATCH_CHECK(cost.parameters.total == full.parameters.total);
+    CATCH_CHECK(cost.memory.parameters == 4 * count_parameters(*model));
+    CATCH_CHECK(cost.memory.gradients == 4 * built);
+    CATCH_CHECK(cost.memory.optimizer == 8 * built);
+    CATCH_CHECK(cost.memory.training < full.memory.training);
+    CATCH_CHECK(cost.memory.activations > full.memory.activations);  // the adapters' rank-r intermediates
+    CATCH_CHECK(cost.flops.training < full.flops.training);          // no gradient for frozen weights
+    CATCH_CHECK(full.parameters.trainable == full.parameters.total);
+  }
 }
