@@ -42,4 +42,16 @@ struct InteropModel {
   std::vector<std::string> vocab_pieces;  // import: the file's vocab, id -> piece (empty: none in it)
 };
 
+// Adapters that enter on an existing base (a PEFT folder): what train.lora must say to run them, and each
+// adapted product's tensors by its path, as InteropModel::adapters.
+struct InteropAdapter {
+  LoraConfig lora;  // rank, alpha, dropout, rslora and targets; init is the default (the adapters are given)
+  std::map<std::string, InteropModel::Adapter> adapters;
+  // Copies of base weights the file carries beside the adapters (PEFT saves lm_head's when it adapts it):
+  // causal parameter name -> (the file's tensor name, the tensor as stored, in causal's layout). The base
+  // must hold exactly these.
+  std::map<std::string, std::pair<std::string, at::Tensor>> base_copies;
+  std::string base_model_name;  // what the file says it was trained on (adapter_config.json), for the log
+};
+
 }  // namespace causal

@@ -1,10 +1,14 @@
-"""LoRA adapters written by causal, loaded by their real consumers (test-only; driven by
-tests/interop/test_adapter_export.cpp, which compares the numbers):
+"""LoRA adapters written by causal, loaded by their real consumers, and adapters PEFT creates for causal to
+import (test-only; driven by tests/interop/test_adapter_export.cpp and test_peft_import.cpp, which compare
+the numbers):
   adapters.py probe                                       (exit 0 when llama_cpp, peft and transformers import)
   adapters.py llama --base B.gguf --lora A.gguf --merged M.gguf --tokens T.json --out R.json
   adapters.py peft --base DIR --adapter DIR --merged DIR --tokens T.json --out R.json
-Each writes {"base": [...], "adapted": [...], "merged": [...]}: per sequence, the log-probabilities of
-tokens[1:] given tokens[:-1], in float64.
+  adapters.py peft-create --base DIR --out DIR --targets q_proj,v_proj --r 4 --alpha 8 [--rslora] --seed S
+                          --tokens T.json --result R.json
+llama and peft write {"base": [...], "adapted": [...], "merged": [...]}, peft-create {"base": [...],
+"adapted": [...]} after saving its adapter (random A and B, so that B is not PEFT's zero init) with
+save_pretrained: per sequence, the log-probabilities of tokens[1:] given tokens[:-1], in float64.
 """
 import argparse
 import json
@@ -51,15 +55,40 @@ def load_hf(path):
     return model
 
 
+def peft_create(args, seqs):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    base = load_hf(args.base)
+    result = {"base": hf_logprobs(base, seqs)}
+    config = LoraConfig(r=args.r, lora_alpha=args.alpha, target_modules=args.targets.split(","),
+                        use_rslora=args.rslora, lora_dropout=0.0, task_type="CAUSAL_LM")
+    model = get_peft_model(base, config)
+    generator = torch.Generator().manual_seed(args.seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.copy_(torch.randn(p.shape, generator=generator) * 0.3)
+    model.eval()
+    result["adapted"] = hf_logprobs(model, seqs)
+    model.save_pretrained(args.out)
+    return result
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["probe", "llama", "peft"])
+    p.add_argument("command", choices=["probe", "llama", "peft", "peft-create"])
     p.add_argument("--base")
     p.add_argument("--lora")
     p.add_argument("--adapter")
     p.add_argument("--merged")
     p.add_argument("--tokens")
     p.add_argument("--out")
+    p.add_argument("--targets")
+    p.add_argument("--r", type=int)
+    p.add_argument("--alpha", type=float)
+    p.add_argument("--rslora", action="store_true")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--result")
     args = p.parse_args()
     if args.command == "probe":
         try:
@@ -74,6 +103,9 @@ def main():
         return 0
     seqs = json.load(open(args.tokens))
     result = {}
+    if args.command == "peft-create":
+        json.dump(peft_create(args, seqs), open(args.result, "w"))
+        return 0
     if args.command == "llama":
         result["base"] = llama_logprobs(args.base, seqs)
         result["adapted"] = llama_logprobs(args.base, seqs, lora_path=args.lora)

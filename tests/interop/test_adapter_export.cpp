@@ -20,7 +20,9 @@
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
+#include "support/adapters_python.h"
 #include "support/cli.h"
+#include "support/lora_adapters.h"
 #include "support/small_model.h"
 
 using namespace causal;
@@ -34,90 +36,12 @@ constexpr double kLogprobTolerance = 1e-4;    // per token, f32 weights
 constexpr double kGeluTableTolerance = 1e-3;  // llama.cpp's gpt2: GELU through a float16 table
 constexpr double kAppliedAtLeast = 1e-2;      // base vs merged: the adapter must move log-probs this much
 
-ModelConfig llama_model() {
-  ModelConfig m = small_llama_model(259);
-  m.rope.original_max_seq_len = 16;
-  m.rope.pairing = RopePairing::kHalves;  // GGUF's q/k rows then move: B's rows must move with them
-  return m;
-}
-
-ModelConfig interleaved_llama_model() {
-  ModelConfig m = llama_model();
-  m.rope.pairing = RopePairing::kInterleaved;
-  return m;
-}
-
-ModelConfig qwen2_model() {
-  ModelConfig m = llama_model();
-  m.qkv_bias = true;
-  return m;
-}
-
-std::map<std::string, at::Tensor> weights_of(const ModelConfig& m, uint64_t seed) {
-  torch::manual_seed(seed);
-  Transformer model(m);
-  std::map<std::string, at::Tensor> out;
-  for (const auto& item : model->named_parameters()) out[item.key()] = item.value().detach().clone();
-  // A biased model gets non-zero biases, so that a wrong bias layout would show.
-  for (auto& [name, t] : out)
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) t.normal_(0.0, 0.1);
-  return out;
-}
-
-InteropModel interop_of(const ModelConfig& m, const std::map<std::string, at::Tensor>& tensors) {
-  InteropModel im;
-  im.model = m;
-  RunConfig run;
-  run.model = m;
-  im.config = config_to_json(run);
-  im.tensors = tensors;
-  im.tokenizer = InteropTokenizer{ByteTokenizer().info(), ""};
-  im.origin = "test";
-  return im;
-}
-
-// Random A and B (B non-zero, unlike a fresh LoRA) on `targets` of every block (and "head.weight").
-LoraAdapter random_adapter(const ModelConfig& m, const std::map<std::string, at::Tensor>& weights,
-                           const std::vector<std::string>& targets, int64_t rank, double alpha, bool rslora) {
-  LoraAdapter adapter{m, {}, rank, alpha, rslora};
-  for (const auto& [name, w] : weights) {
-    bool wanted = false;
-    for (const std::string& t : targets)
-      wanted = wanted || (t == "head.weight" ? name == t
-                                             : name.size() > t.size() &&
-                                                   name.compare(name.size() - t.size(), t.size(), t) == 0);
-    if (!wanted) continue;
-    adapter.tensors.push_back(
-        {name, torch::randn({rank, w.size(1)}) * 0.3, torch::randn({w.size(0), rank}) * 0.3});
-  }
-  return adapter;
-}
-
 std::map<std::string, at::Tensor> merged(const LoraAdapter& adapter,
                                          std::map<std::string, at::Tensor> weights) {
   const double s = lora_scale(adapter);
   for (const LoraTensors& t : adapter.tensors)
     weights[t.parameter] = weights.at(t.parameter) + s * torch::matmul(t.b, t.a);
   return weights;
-}
-
-int python(const std::string& args, const fs::path& log) {
-  const std::string cmd = std::string("cd ") + CAUSAL_SOURCE_DIR +
-                          " && tests/interop/python.sh tests/interop/adapters.py " + args + " >" +
-                          log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-double max_abs_diff(const nlohmann::json& a, const nlohmann::json& b) {
-  CATCH_REQUIRE(a.size() == b.size());
-  double worst = 0.0;
-  for (size_t d = 0; d < a.size(); ++d) {
-    CATCH_REQUIRE(a[d].size() == b[d].size());
-    for (size_t t = 0; t < a[d].size(); ++t)
-      worst = std::max(worst, std::abs(a[d][t].get<double>() - b[d][t].get<double>()));
-  }
-  return worst;
 }
 
 const std::vector<std::string> kTargets = {
@@ -137,11 +61,11 @@ at::Tensor f32_of(const GgufTensor& t) {
 
 CATCH_TEST_CASE("adapter export: GGUF names, ggml shapes, alpha folded for llama.cpp's alpha/rank, q/k rows",
                 "[unit][interop]") {
-  const ModelConfig m = llama_model();
-  const auto weights = weights_of(m, 3);
+  const ModelConfig m = lora_llama_model();
+  const auto weights = lora_base_weights(m, 3);
   torch::manual_seed(4);
   for (const bool rslora : {false, true}) {
-    const LoraAdapter adapter = random_adapter(m, weights, kTargets, 4, 8.0, rslora);
+    const LoraAdapter adapter = random_lora_adapter(m, weights, kTargets, 4, 8.0, rslora);
     const fs::path out = scratch("adapter_gguf_unit") / (rslora ? "rs.gguf" : "plain.gguf");
     fs::create_directories(out.parent_path());
     write_gguf_lora(adapter, out);
@@ -177,12 +101,12 @@ CATCH_TEST_CASE("adapter export: GGUF names, ggml shapes, alpha folded for llama
 
 CATCH_TEST_CASE("adapter export: PEFT folder names, config and transformers' q/k row order",
                 "[unit][interop]") {
-  ModelConfig m = llama_model();
+  ModelConfig m = lora_llama_model();
   m.rope.pairing = RopePairing::kInterleaved;  // the HF export moves interleaved rows to halves
-  const auto weights = weights_of(m, 5);
+  const auto weights = lora_base_weights(m, 5);
   torch::manual_seed(6);
   const LoraAdapter adapter =
-      random_adapter(m, weights, {"attn.q_proj.weight", "ffn.up_proj.weight"}, 2, 4.0, true);
+      random_lora_adapter(m, weights, {"attn.q_proj.weight", "ffn.up_proj.weight"}, 2, 4.0, true);
   const fs::path dir = scratch("adapter_peft_unit") / "adapter";
   fs::remove_all(dir.parent_path());
   fs::create_directories(dir.parent_path());
@@ -216,10 +140,10 @@ CATCH_TEST_CASE("adapter export: GPT-2's fused qkv gets one adapter of rank (ada
                 "[unit][interop]") {
   ModelConfig m = small_gpt2_model(259);
   m.tie_embeddings = true;
-  const auto weights = weights_of(m, 7);
+  const auto weights = lora_base_weights(m, 7);
   torch::manual_seed(8);
   // q and v only: the k block of B stays zero.
-  const LoraAdapter adapter = random_adapter(
+  const LoraAdapter adapter = random_lora_adapter(
       m, weights, {"attn.q_proj.weight", "attn.v_proj.weight", "ffn.fc_in.weight"}, 3, 6.0, false);
   const fs::path out = scratch("adapter_gpt2_unit") / "a.gguf";
   fs::create_directories(out.parent_path());
@@ -253,7 +177,7 @@ CATCH_TEST_CASE("adapter export: GPT-2's fused qkv gets one adapter of rank (ada
 
 CATCH_TEST_CASE("adapter export: refusals name the parameter", "[unit][interop]") {
   ModelConfig tied = small_gpt2_model(259);
-  const auto weights = weights_of(tied, 9);
+  const auto weights = lora_base_weights(tied, 9);
   LoraAdapter head{tied, {{"head.weight", torch::randn({2, 32}), torch::randn({259, 2})}}, 2, 2.0};
   const fs::path root = scratch("adapter_refusals");
   fs::create_directories(root);
@@ -266,7 +190,7 @@ CATCH_TEST_CASE("adapter export: refusals name the parameter", "[unit][interop]"
     return "";
   };
   CATCH_CHECK_THAT(message(head), Catch::Contains("head.weight") && Catch::Contains("tied"));
-  const ModelConfig m = llama_model();
+  const ModelConfig m = lora_llama_model();
   LoraAdapter unknown{
       m, {{"blocks.0.attn_norm.weight", torch::randn({2, 32}), torch::randn({32, 2})}}, 2, 2.0};
   CATCH_CHECK_THAT(message(unknown),
@@ -291,11 +215,8 @@ CATCH_TEST_CASE("interop: llama.cpp's --lora and PEFT apply causal's adapters as
   const fs::path root = scratch("interop_adapters");
   fs::remove_all(root);
   fs::create_directories(root);
-  if (python("probe", root / "probe.log") != 0) {
-    std::string why = slurp(root / "probe.log");
-    while (!why.empty() && why.back() == '\n') why.pop_back();
-    std::cout << "SKIPPED: the interop Python packages are missing (" << why
-              << "); install them with: bash -c 'source tools/setup.sh && ensure_interop_python'\n";
+  if (const std::string skip = adapters_python_skip(root); !skip.empty()) {
+    std::cout << skip << "\n";
     return;
   }
   std::cout << std::setprecision(6);
@@ -306,10 +227,16 @@ CATCH_TEST_CASE("interop: llama.cpp's --lora and PEFT apply causal's adapters as
     bool rslora;
   };
   const std::vector<Case> cases = {
-      {"llama", llama_model(), kTargets, false},
+      {"llama", lora_llama_model(), kTargets, false},
       // Interleaved RoPE rows: the PEFT file's q/k rows of B move (to transformers' halves), GGUF's stay.
-      {"llama-interleaved", interleaved_llama_model(), {"attn.q_proj.weight", "attn.k_proj.weight"}, false},
-      {"qwen2", qwen2_model(), {"attn.q_proj.weight", "attn.k_proj.weight", "ffn.down_proj.weight"}, true},
+      {"llama-interleaved",
+       lora_llama_model(RopePairing::kInterleaved),
+       {"attn.q_proj.weight", "attn.k_proj.weight"},
+       false},
+      {"qwen2",
+       lora_qwen2_model(),
+       {"attn.q_proj.weight", "attn.k_proj.weight", "ffn.down_proj.weight"},
+       true},
       // GPT-2: q and v (not k) on the fused qkv tensor, and the Conv1D weights of transformers' GPT-2.
       {"gpt2",
        small_gpt2_model(259),
@@ -329,10 +256,10 @@ CATCH_TEST_CASE("interop: llama.cpp's --lora and PEFT apply causal's adapters as
     CATCH_INFO(c.name);
     const fs::path dir = root / c.name;
     fs::create_directories(dir);
-    const auto base = weights_of(c.model, 21);
-    const LoraAdapter adapter = random_adapter(c.model, base, c.targets, 4, 6.0, c.rslora);
-    const InteropModel base_im = interop_of(c.model, base);
-    const InteropModel merged_im = interop_of(c.model, merged(adapter, base));
+    const auto base = lora_base_weights(c.model, 21);
+    const LoraAdapter adapter = random_lora_adapter(c.model, base, c.targets, 4, 6.0, c.rslora);
+    const InteropModel base_im = lora_interop_model(c.model, base);
+    const InteropModel merged_im = lora_interop_model(c.model, merged(adapter, base));
     export_gguf(base_im, GgufTensorType::kF32, (dir / "base.gguf").string(), "test");
     export_gguf(merged_im, GgufTensorType::kF32, (dir / "merged.gguf").string(), "test");
     write_gguf_lora(adapter, dir / "adapter.gguf");
@@ -341,18 +268,20 @@ CATCH_TEST_CASE("interop: llama.cpp's --lora and PEFT apply causal's adapters as
     write_peft_adapter(adapter, dir / "peft", (dir / "base-hf").string());
 
     const fs::path tokens = root / "tokens.json";
-    CATCH_REQUIRE(python("llama --base " + (dir / "base.gguf").string() + " --lora " +
-                             (dir / "adapter.gguf").string() + " --merged " + (dir / "merged.gguf").string() +
-                             " --tokens " + tokens.string() + " --out " + (dir / "llama.json").string(),
-                         dir / "llama.log") == 0);
-    CATCH_REQUIRE(python("peft --base " + (dir / "base-hf").string() + " --adapter " +
-                             (dir / "peft").string() + " --merged " + (dir / "merged-hf").string() +
-                             " --tokens " + tokens.string() + " --out " + (dir / "peft.json").string(),
-                         dir / "peft.log") == 0);
+    CATCH_REQUIRE(adapters_python("llama --base " + (dir / "base.gguf").string() + " --lora " +
+                                      (dir / "adapter.gguf").string() + " --merged " +
+                                      (dir / "merged.gguf").string() + " --tokens " + tokens.string() +
+                                      " --out " + (dir / "llama.json").string(),
+                                  dir / "llama.log") == 0);
+    CATCH_REQUIRE(adapters_python("peft --base " + (dir / "base-hf").string() + " --adapter " +
+                                      (dir / "peft").string() + " --merged " + (dir / "merged-hf").string() +
+                                      " --tokens " + tokens.string() + " --out " +
+                                      (dir / "peft.json").string(),
+                                  dir / "peft.log") == 0);
     for (const std::string consumer : {"llama", "peft"}) {
       const auto r = nlohmann::json::parse(slurp(dir / (consumer + ".json")));
-      const double applied = max_abs_diff(r["adapted"], r["merged"]);
-      const double moved = max_abs_diff(r["base"], r["merged"]);
+      const double applied = max_abs_logprob_diff(r["adapted"], r["merged"]);
+      const double moved = max_abs_logprob_diff(r["base"], r["merged"]);
       std::cout << c.name << " " << consumer << ": adapter vs merged max |dlogprob| " << applied
                 << ", base vs merged " << moved << "\n";
       // llama.cpp's gpt2 graph rounds GELU's input to float16 for its table (docs/export.md): W x + s B A x

@@ -14,6 +14,7 @@
 
 #include "data/token_file.h"
 #include "review/checkpoint_model.h"
+#include "support/adapters_python.h"
 #include "support/cli.h"
 #include "support/document_logprobs.h"
 
@@ -91,18 +92,6 @@ std::string hex(const std::string& bytes) {
 struct Case {
   std::string name, sets, tokenizer;
 };
-
-// The largest |a - b| over two lists of per-document log-probabilities, which must have the same shape.
-double max_abs_diff(const nlohmann::json& a, const nlohmann::json& b) {
-  CATCH_REQUIRE(a.size() == b.size());
-  double worst = 0.0;
-  for (size_t d = 0; d < a.size(); ++d) {
-    CATCH_REQUIRE(a[d].size() == b[d].size());
-    for (size_t t = 0; t < a[d].size(); ++t)
-      worst = std::max(worst, std::abs(a[d][t].get<double>() - b[d][t].get<double>()));
-  }
-  return worst;
-}
 
 }  // namespace
 
@@ -240,7 +229,8 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
                    " --set data.seq_len=128 --set train.batch_size=8 --set train.optimizer.lr=0.003");
     CATCH_INFO(r.err);
     CATCH_REQUIRE(r.code == 0);
-    const double worst = max_abs_diff(causal_docs(run, held_bytes)["logprobs"], hf_result["logprobs"]);
+    const double worst =
+        max_abs_logprob_diff(causal_docs(run, held_bytes)["logprobs"], hf_result["logprobs"]);
     std::cout << "interop import " << arch << ": max abs per-token logprob diff to transformers " << worst
               << "\n";
     CATCH_CHECK(worst <= kLogprobTolerance);
@@ -271,7 +261,7 @@ CATCH_TEST_CASE("interop: transformers and llama.cpp compute what causal compute
       CATCH_REQUIRE(r.code == 0);
       const double gguf_loss = eval_loss(from_gguf, held_bytes);
       const double gguf_worst =
-          max_abs_diff(causal_docs(from_gguf, held_bytes)["logprobs"], hf_result["logprobs"]);
+          max_abs_logprob_diff(causal_docs(from_gguf, held_bytes)["logprobs"], hf_result["logprobs"]);
       std::cout << "interop import gguf-py " << arch << ": causal eval loss " << gguf_loss
                 << " (diff to transformers " << std::abs(gguf_loss - hf_loss)
                 << "), max abs per-token logprob diff " << gguf_worst << "\n";
