@@ -269,14 +269,16 @@ namespace {
 // `files` together must hold every parameter and nothing else.
 // With `frozen_only`, the parameters that require no gradient: an adapter run's base, its adapters fresh.
 void load_parameters(const std::vector<std::string>& files, torch::nn::Module& model, bool frozen_only) {
-  std::map<std::string, at::Tensor> stored;
+  // The headers first: every check passes before a byte of data is read, and the data then goes straight
+  // into the parameters (a second copy of a large base would double the load's peak memory).
+  std::map<std::string, SafetensorsTensorInfo> stored;
   std::map<std::string, std::string> file_of;
   for (const std::string& file : files) {
-    for (auto& [name, tensor] : load_safetensors(file)) {
-      if (!file_of.emplace(name, file).second)
-        throw CheckpointError("[checkpoint] " + file + ": tensor " + name + " is in " + file_of[name] +
-                              " too");
-      stored.emplace(name, std::move(tensor));
+    for (SafetensorsTensorInfo& info : safetensors_tensors(file)) {
+      if (!file_of.emplace(info.name, file).second)
+        throw CheckpointError("[checkpoint] " + file + ": tensor " + info.name + " is in " +
+                              file_of[info.name] + " too");
+      stored.emplace(info.name, std::move(info));
     }
   }
   const std::string file =
@@ -289,20 +291,25 @@ void load_parameters(const std::vector<std::string>& files, torch::nn::Module& m
     auto found = stored.find(item.key());
     if (found == stored.end()) throw CheckpointError("[checkpoint] " + file + ": no tensor " + item.key());
     const at::Tensor& p = item.value();
-    if (found->second.sizes() != p.sizes() || found->second.scalar_type() != p.scalar_type()) {
+    if (found->second.shape != p.sizes().vec() || found->second.dtype != p.scalar_type()) {
       throw CheckpointError("[checkpoint] " + file + ": " + item.key() + " is " +
-                            shape_text(found->second.sizes().vec()) + " " +
-                            c10::toString(found->second.scalar_type()) + ", the model needs " +
-                            shape_text(p.sizes().vec()) + " " + c10::toString(p.scalar_type()));
+                            shape_text(found->second.shape) + " " + c10::toString(found->second.dtype) +
+                            ", the model needs " + shape_text(p.sizes().vec()) + " " +
+                            c10::toString(p.scalar_type()));
     }
   }
-  for (const auto& [name, tensor] : stored) {
+  for (const auto& [name, info] : stored) {
     if (!parameters.contains(name))
       throw CheckpointError("[checkpoint] " + file + ": tensor " + name +
                             " belongs to no parameter of this model");
   }
   torch::NoGradGuard no_grad;
-  for (auto& item : parameters) item.value().copy_(stored.at(item.key()));
+  for (const std::string& f : files) {
+    std::map<std::string, at::Tensor> targets;
+    for (const auto& [name, from] : file_of)
+      if (from == f) targets.emplace(name, parameters[name]);
+    read_safetensors_into(f, targets);
+  }
 }
 
 }  // namespace

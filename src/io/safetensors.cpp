@@ -79,29 +79,83 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   });
 }
 
-NamedTensors load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw CheckpointError(safetensors_at(path) + "cannot open");
-  const uint64_t size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+namespace {
+
+// The file open and its header read and checked.
+struct OpenSafetensors {
+  std::ifstream in;
+  SafetensorsHeader header;
+};
+
+OpenSafetensors open_safetensors(const std::string& path) {
+  OpenSafetensors f;
+  f.in.open(path, std::ios::binary | std::ios::ate);
+  if (!f.in) throw CheckpointError(safetensors_at(path) + "cannot open");
+  const uint64_t size = static_cast<uint64_t>(f.in.tellg());
+  f.in.seekg(0);
   unsigned char prefix[8] = {};
-  in.read(reinterpret_cast<char*>(prefix), 8);
+  f.in.read(reinterpret_cast<char*>(prefix), 8);
   const uint64_t length = safetensors_header_length(path, size, prefix);
   std::string text(length, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(length));
-  if (!in) throw CheckpointError(safetensors_at(path) + "read failed in the header");
-  const SafetensorsHeader header = parse_safetensors_header(path, size, length, text);
-  if (metadata != nullptr) *metadata = header.metadata;
+  f.in.read(text.data(), static_cast<std::streamsize>(length));
+  if (!f.in) throw CheckpointError(safetensors_at(path) + "read failed in the header");
+  f.header = parse_safetensors_header(path, size, length, text);
+  return f;
+}
 
+// Reads entry `e`'s bytes into `t` (CPU, contiguous, e's size).
+void read_entry(OpenSafetensors& f, const std::string& path, const SafetensorsEntry& e, const at::Tensor& t) {
+  f.in.seekg(static_cast<std::streamoff>(8 + f.header.header_bytes + e.begin));
+  f.in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin));
+  if (!f.in) throw CheckpointError(safetensors_at(path) + "read failed in tensor '" + e.name + "'");
+}
+
+}  // namespace
+
+NamedTensors load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
+  OpenSafetensors f = open_safetensors(path);
+  if (metadata != nullptr) *metadata = f.header.metadata;
   NamedTensors out;
-  for (const SafetensorsEntry& e : header.entries) {
+  for (const SafetensorsEntry& e : f.header.entries) {
     at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(scalar_type(path, e.dtype)));
-    in.seekg(static_cast<std::streamoff>(8 + length + e.begin));
-    in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin));
-    if (!in) throw CheckpointError(safetensors_at(path) + "read failed in tensor '" + e.name + "'");
+    read_entry(f, path, e, t);
     out.emplace_back(e.name, t);
   }
   return out;
+}
+
+std::vector<SafetensorsTensorInfo> safetensors_tensors(const std::string& path) {
+  const OpenSafetensors f = open_safetensors(path);
+  std::vector<SafetensorsTensorInfo> out;
+  for (const SafetensorsEntry& e : f.header.entries)
+    out.push_back({e.name, e.shape, scalar_type(path, e.dtype)});
+  return out;
+}
+
+void read_safetensors_into(const std::string& path, const std::map<std::string, at::Tensor>& targets) {
+  OpenSafetensors f = open_safetensors(path);
+  for (const SafetensorsEntry& e : f.header.entries) {
+    const auto found = targets.find(e.name);
+    if (found == targets.end())
+      throw CheckpointError(safetensors_at(path) + "tensor '" + e.name + "' has no place to be read into");
+    const at::Tensor& t = found->second;
+    if (t.sizes().vec() != e.shape || t.scalar_type() != scalar_type(path, e.dtype))
+      throw CheckpointError(safetensors_at(path) + "tensor '" + e.name +
+                            "' does not match its target's shape or dtype");
+  }
+  if (targets.size() != f.header.entries.size())
+    throw CheckpointError(safetensors_at(path) + "holds " + std::to_string(f.header.entries.size()) +
+                          " tensors, " + std::to_string(targets.size()) + " were expected");
+  for (const SafetensorsEntry& e : f.header.entries) {
+    const at::Tensor& t = targets.at(e.name);
+    if (t.device().is_cpu() && t.is_contiguous()) {
+      read_entry(f, path, e, t);
+    } else {
+      const at::Tensor buffer = at::empty(e.shape, at::TensorOptions().dtype(t.scalar_type()));
+      read_entry(f, path, e, buffer);
+      t.copy_(buffer);
+    }
+  }
 }
 
 }  // namespace causal

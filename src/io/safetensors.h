@@ -24,4 +24,20 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 NamedTensors load_safetensors(const std::string& path,
                               std::map<std::string, std::string>* metadata = nullptr);
 
+// A tensor as the header describes it.
+struct SafetensorsTensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  at::ScalarType dtype;
+};
+
+// The header alone, checked as load_safetensors checks it: what the file holds, nothing read beyond.
+std::vector<SafetensorsTensorInfo> safetensors_tensors(const std::string& path);
+
+// Reads each tensor of the file into targets[name], in place: no second copy of the data is held (a CPU
+// contiguous target is read into directly; another goes through one tensor-sized buffer). Every tensor of
+// the file must have a target of its shape and dtype and every target a tensor (CheckpointError otherwise,
+// before anything is read). Callers hold a NoGradGuard when the targets are parameters.
+void read_safetensors_into(const std::string& path, const std::map<std::string, at::Tensor>& targets);
+
 }  // namespace causal

@@ -40,10 +40,11 @@ void log_cost_plan(spdlog::logger& log, const InspectReport& r, const MatmulPeak
       kv_cache_bytes(1, r.model.n_layers, r.model.max_seq_len, r.model.n_kv_heads, r.model.head_dim(), 4) /
           kMiB);
   log.info(
-      "cost: {:.3g} training FLOPs per token (6N + causal attention); matmul peak {:.1f} GFLOP/s ({}); "
+      "cost: {:.3g} training FLOPs per token ({}); matmul peak {:.1f} GFLOP/s ({}); "
       "compute-optimal data ~{} tokens (20 per parameter)",
-      static_cast<double>(r.flops.training_causal), peak.flops / 1e9, peak.source,
-      r.scaling.compute_optimal_tokens);
+      static_cast<double>(r.flops.training_causal),
+      r.lora.rank > 0 ? "6N + causal attention, less the frozen weights' gradients" : "6N + causal attention",
+      peak.flops / 1e9, peak.source, r.scaling.compute_optimal_tokens);
 }
 
 // A checkpoint written by another number of ranks continues the same global batch sequence (every rank
