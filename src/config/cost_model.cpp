@@ -151,10 +151,7 @@ double kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv
 }
 
 int64_t lora_parameters(const ModelConfig& m, const LoraConfig& lora) {
-  const AdaptedProducts adapted = adapted_products(m, lora);
-  const double r = lora.rank > 0 ? static_cast<double>(lora.rank) : 0;
-  return static_cast<int64_t>(r *
-                              (static_cast<double>(m.n_layers) * adapted.per_block_sum + adapted.head_sum));
+  return cost_figures(m, 1, 1, 4, lora).cost.parameters.adapters;
 }
 
 double activation_bytes(const ModelConfig& m, int64_t batch, int64_t context, int64_t bytes_per_element,

@@ -142,15 +142,6 @@ std::vector<FileAdapter> file_adapters(const LoraAdapter& adapter, InteropFormat
   return out;
 }
 
-std::string arch_name(TargetArchitecture arch) {
-  return arch == TargetArchitecture::kLlama ? "llama" : arch == TargetArchitecture::kQwen2 ? "qwen2" : "gpt2";
-}
-
-// "model.layers.0.self_attn.q_proj.weight" -> "model.layers.0.self_attn.q_proj".
-std::string module_of(const std::string& file) {
-  return file.substr(0, file.size() - std::string(".weight").size());
-}
-
 std::string short_name(const std::string& module) { return module.substr(module.rfind('.') + 1); }
 
 }  // namespace
@@ -184,7 +175,7 @@ void write_gguf_lora(const LoraAdapter& adapter, const fs::path& out) {
   const double alpha = lora_scale(adapter) * static_cast<double>(adapter.rank);
   GgufFile file;
   auto& md = file.metadata;
-  md.emplace_back("general.architecture", GgufValue::string(arch_name(arch)));
+  md.emplace_back("general.architecture", GgufValue::string(architecture_name(arch)));
   md.emplace_back("general.type", GgufValue::string("adapter"));
   md.emplace_back("general.name", GgufValue::string("causal lora adapter"));
   md.emplace_back("adapter.type", GgufValue::string("lora"));
@@ -216,11 +207,11 @@ void write_peft_adapter(const LoraAdapter& adapter, const fs::path& out_dir,
   const std::vector<MappedTensor> map = tensor_map(InteropFormat::kHf, arch, adapter.model);
   std::map<std::string, int> in_model, adapted;
   for (size_t i = 0; i < map.size(); ++i)
-    if (i == 0 || map[i].file != map[i - 1].file) ++in_model[short_name(module_of(map[i].file))];
+    if (i == 0 || map[i].file != map[i - 1].file) ++in_model[short_name(module_of_weight(map[i].file))];
   nlohmann::json rank_pattern = nlohmann::json::object(), alpha_pattern = nlohmann::json::object();
   NamedTensors named;
   for (const FileAdapter& f : tensors) {
-    const std::string module = module_of(f.file);
+    const std::string module = module_of_weight(f.file);
     ++adapted[short_name(module)];
     named.emplace_back("base_model.model." + module + ".lora_A.weight", f.a);
     named.emplace_back("base_model.model." + module + ".lora_B.weight", f.b);
@@ -235,7 +226,7 @@ void write_peft_adapter(const LoraAdapter& adapter, const fs::path& out_dir,
   for (const auto& [name, count] : adapted) whole = whole && count == in_model[name];
   std::set<std::string> targets;
   for (const FileAdapter& f : tensors)
-    targets.insert(whole ? short_name(module_of(f.file)) : module_of(f.file));
+    targets.insert(whole ? short_name(module_of_weight(f.file)) : module_of_weight(f.file));
 
   nlohmann::json config = {
       {"peft_type", "LORA"},

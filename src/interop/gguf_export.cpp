@@ -108,9 +108,7 @@ GgufFile gguf_from_model(const InteropModel& model, GgufTensorType dtype, const 
                  "exact\n";
   GgufFile file;
   auto& md = file.metadata;
-  const std::string a = arch == TargetArchitecture::kLlama   ? "llama"
-                        : arch == TargetArchitecture::kQwen2 ? "qwen2"
-                                                             : "gpt2";
+  const std::string a = architecture_name(arch);
   const uint32_t head_dim = static_cast<uint32_t>(m.head_dim());
   md.emplace_back("general.architecture", GgufValue::string(a));
   md.emplace_back("general.name", GgufValue::string(model.config.value("name", std::string("causal"))));

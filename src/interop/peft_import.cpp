@@ -41,10 +41,6 @@ struct ProductModule {
   int64_t in = 0, part_rows = 0;    // A's columns; B's rows per part
 };
 
-std::string hf_module_of(const std::string& file) {
-  return file.substr(0, file.size() - std::string(".weight").size());
-}
-
 bool ends_in(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -55,7 +51,7 @@ int64_t block_of(const std::string& path) {
   return std::stoll(path.substr(7, path.find('.', 7) - 7));
 }
 
-std::string product_path(const MappedTensor& t) { return hf_module_of(t.causal); }
+std::string product_path(const MappedTensor& t) { return module_of_weight(t.causal); }
 
 class PeftReader {
  public:
@@ -69,7 +65,7 @@ class PeftReader {
       // Weights PEFT may save a copy of (save_embedding_layers): whole tensors whose rows stay in place.
       if (row.parts == 1 && row.rotary_heads == 0 && !row.absent) copyable_[row.file] = row;
       if (!ends_in(row.file, ".weight")) continue;
-      const std::string module = hf_module_of(row.file);
+      const std::string module = module_of_weight(row.file);
       if (lora_target_of(product_path(row)).empty()) {
         others_.insert(module);
         continue;

@@ -170,4 +170,12 @@ std::vector<MappedTensor> tensor_map(InteropFormat format, TargetArchitecture ar
   return out;
 }
 
+std::string architecture_name(TargetArchitecture arch) {
+  return arch == TargetArchitecture::kLlama ? "llama" : arch == TargetArchitecture::kQwen2 ? "qwen2" : "gpt2";
+}
+
+std::string module_of_weight(const std::string& weight) {
+  return weight.substr(0, weight.size() - std::string(".weight").size());
+}
+
 }  // namespace causal

@@ -40,4 +40,11 @@ RopePairing file_rope_pairing(InteropFormat format);
 // Every tensor of `m` (a validated config) written as `arch` in `format`, in file order.
 std::vector<MappedTensor> tensor_map(InteropFormat format, TargetArchitecture arch, const ModelConfig& m);
 
+// "llama", "qwen2" or "gpt2": GGUF's general.architecture.
+std::string architecture_name(TargetArchitecture arch);
+
+// The module a weight belongs to: "model.layers.0.self_attn.q_proj.weight" ->
+// "model.layers.0.self_attn.q_proj".
+std::string module_of_weight(const std::string& weight);
+
 }  // namespace causal
