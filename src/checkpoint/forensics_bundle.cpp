@@ -65,13 +65,14 @@ fs::path write_forensics(const fs::path& run_dir, const ForensicsBundle& bundle,
                           {"fault", bundle.fault},
                           {"last_checkpoint", bundle.last_checkpoint}};
   if (bundle.threads) state["threads"] = thread_split_to_json(*bundle.threads);
+  if (bundle.base) state["base"] = bundle.base->to_json();
   const fs::path root = run_dir / run_files::kForensics;
   fs::create_directories(root);
   fs::remove_all(root /
                  checkpoint_name(bundle.step));  // a replayed abort of the same step replaces its bundle
   return commit_checkpoint(root, bundle.step, [&](const fs::path& dir) {
     save_safetensors((dir / "batch.safetensors").string(), batch);
-    write_training_tensors(dir, model, optimizer, bundle.step - 1);
+    write_training_tensors(dir, model, optimizer, bundle.step - 1, /*adapter_only=*/bundle.base.has_value());
     write_file_synced(dir / "state.json", state.dump(2) + "\n");
     write_file_synced(dir / "config.json", bundle.config.dump(2) + "\n");
   });
@@ -90,6 +91,8 @@ ForensicsBundle read_forensics(const fs::path& dir) {
     bundle.fault = state.at("fault").get<std::string>();
     bundle.last_checkpoint = state.at("last_checkpoint").get<std::string>();
     if (state.contains("threads")) bundle.threads = thread_split_from_json(state.at("threads"), dir.string());
+    if (state.contains("base"))
+      bundle.base = BaseCheckpoint::from_json(state.at("base"), (dir / "state.json").string());
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError("[forensics] " + (dir / "state.json").string() +
                           ": missing or mistyped field: " + e.what());
@@ -106,6 +109,12 @@ ForensicsBundle read_forensics(const fs::path& dir) {
     *slot = tensor;
   }
   return bundle;
+}
+
+void load_forensics_weights(const fs::path& dir, const ForensicsBundle& bundle, torch::nn::Module& model) {
+  CheckpointInfo weights{dir, bundle.config, TrainingState{}};
+  weights.state.base = bundle.base;
+  load_model_weights(weights, model);
 }
 
 }  // namespace causal

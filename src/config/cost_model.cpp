@@ -18,8 +18,9 @@ struct CostFigures {
 struct AdaptedProducts {
   double per_block_sum = 0;  // sum of in + out over a block's adapted products
   double per_block_in = 0;   // sum of in
+  double per_block_out = 0;  // sum of out
   double per_block_count = 0;
-  double head_sum = 0, head_in = 0, head_count = 0;
+  double head_sum = 0, head_in = 0, head_out = 0, head_count = 0;
 };
 
 AdaptedProducts adapted_products(const ModelConfig& m, const LoraConfig& lora) {
@@ -37,12 +38,14 @@ AdaptedProducts adapted_products(const ModelConfig& m, const LoraConfig& lora) {
     if ((target == "gate" && swiglu) || target == "up") in = d, o = h;
     if (target == "down") in = h, o = d;
     if (target == "head" && !m.tie_embeddings) {
-      out.head_sum = d + static_cast<double>(m.output_vocab), out.head_in = d, out.head_count = 1;
+      out.head_sum = d + static_cast<double>(m.output_vocab), out.head_in = d;
+      out.head_out = static_cast<double>(m.output_vocab), out.head_count = 1;
       continue;
     }
     if (in == 0) continue;
     out.per_block_sum += in + o;
     out.per_block_in += in;
+    out.per_block_out += o;
     out.per_block_count += 1;
   }
   return out;
@@ -98,7 +101,9 @@ CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, i
   put(p.matmul, matmul);
   const AdaptedProducts adapted = adapted_products(m, lora);
   const double r = lora.rank > 0 ? static_cast<double>(lora.rank) : 0;
-  const double adapters = r * (layers * adapted.per_block_sum + adapted.head_sum);
+  // DoRA adds a magnitude per output row of each adapted product.
+  const double magnitudes = lora.dora ? layers * adapted.per_block_out + adapted.head_out : 0;
+  const double adapters = r * (layers * adapted.per_block_sum + adapted.head_sum) + magnitudes;
   const double trainable = lora.rank > 0 ? adapters : total;
   put(p.adapters, adapters);
   put(p.trainable, trainable);
@@ -163,13 +168,16 @@ double activation_bytes(const ModelConfig& m, int64_t batch, int64_t context, in
       bt * (6 * d + 2 * static_cast<double>(m.n_kv_heads) * dk + c * static_cast<double>(m.ffn_hidden)) +
       2 * b * static_cast<double>(m.n_heads) * t * t;
   const double outside_blocks = bt * (3 * d + 2 * static_cast<double>(m.output_vocab));
-  // An adapter keeps x A^T for B's gradient, and with dropout the dropped input it multiplied.
+  // An adapter keeps x A^T for B's gradient, and with dropout the dropped input it multiplied; DoRA's
+  // x (W + s B A)^T too, for the magnitude's gradient.
   const AdaptedProducts adapted = adapted_products(m, lora);
   const double r = lora.rank > 0 ? static_cast<double>(lora.rank) : 0, dropped = lora.dropout > 0 ? 1 : 0;
+  const double dora = lora.rank > 0 && lora.dora ? 1 : 0;
   // An adapted head enters the chunked loss as its folded weight W + s B A, with that weight's gradient.
   const double adapters =
-      bt * (static_cast<double>(m.n_layers) * (r * adapted.per_block_count + dropped * adapted.per_block_in) +
-            r * adapted.head_count + dropped * adapted.head_in) +
+      bt * (static_cast<double>(m.n_layers) * (r * adapted.per_block_count + dropped * adapted.per_block_in +
+                                               dora * adapted.per_block_out) +
+            r * adapted.head_count + dropped * adapted.head_in + dora * adapted.head_out) +
       adapted.head_count * 2 * d * static_cast<double>(m.output_vocab);
   return (static_cast<double>(m.n_layers) * per_block + outside_blocks + adapters) *
          static_cast<double>(bytes_per_element);

@@ -58,6 +58,8 @@ struct LoraConfig {
   bool rslora = false;  // rank-stabilised scale alpha / sqrt(r)
   // "kaiming": A kaiming-uniform (a = sqrt(5)), as PEFT's default | "gaussian": A normal(0, 1/r); B zero
   LoraInit init = LoraInit::kKaiming;
+  // DoRA: each adapted product also trains a magnitude per output row (docs/finetune.md#dora)
+  bool dora = false;
 
   bool enabled() const { return rank > 0; }
 
@@ -69,6 +71,7 @@ struct LoraConfig {
     v.field("targets", targets);
     v.field("rslora", rslora);
     v.field("init", init);
+    v.field("dora", dora);
   }
 };
 

@@ -39,9 +39,10 @@ bool is_target(const std::string& parameter) {
 // One adapter on one file tensor: a fused tensor (GPT-2's qkv) gets its parts' adapters as one of rank
 // (parts adapted) * r: A stacked, B block-diagonal with zero rows for the parts without an adapter.
 struct FileAdapter {
-  std::string file;    // the base file's tensor name, e.g. "blk.0.attn_q.weight"
-  at::Tensor a, b;     // (r_t, in), (out, r_t) in the file's row order
-  int64_t blocks = 1;  // r_t / r
+  std::string file;      // the base file's tensor name, e.g. "blk.0.attn_q.weight"
+  at::Tensor a, b;       // (r_t, in), (out, r_t) in the file's row order
+  at::Tensor magnitude;  // (out) in the file's row order, DoRA only
+  int64_t blocks = 1;    // r_t / r
 };
 
 void check_adapter(const LoraAdapter& adapter) {
@@ -84,6 +85,17 @@ std::vector<FileAdapter> file_adapters(const LoraAdapter& adapter, InteropFormat
       return !x.defined() || x.dim() != 2 || x.size(0) != rows_ || x.size(1) != cols ||
              x.scalar_type() != at::kFloat;
     };
+    if (adapter.dora && row.parts > 1)
+      throw ConfigError(kSource, t.parameter,
+                        "DoRA on " + row.file +
+                            ", which the export fuses with other products: PEFT's fused module has one "
+                            "magnitude for all of them (export with --merge, or adapt it without DoRA)");
+    if (adapter.dora != t.magnitude.defined() ||
+        (adapter.dora &&
+         (t.magnitude.dim() != 1 || t.magnitude.size(0) != out || t.magnitude.scalar_type() != at::kFloat)))
+      throw ConfigError(kSource, t.parameter,
+                        adapter.dora ? "expected a float32 DoRA magnitude (" + std::to_string(out) + ")"
+                                     : "has a DoRA magnitude, and the adapter is no DoRA adapter");
     if (bad(t.a, adapter.rank, in) || bad(t.b, out, adapter.rank))
       throw ConfigError(
           kSource, t.parameter,
@@ -98,6 +110,7 @@ std::vector<FileAdapter> file_adapters(const LoraAdapter& adapter, InteropFormat
   for (size_t i = 0; i < map.size();) {
     const MappedTensor& first = map[i];
     std::vector<at::Tensor> as, bs;  // per part: B rows in the file's order, or undefined
+    at::Tensor magnitude;
     for (; i < map.size() && map[i].file == first.file; ++i) {
       const MappedTensor& row = map[i];
       const auto it = by_parameter.find(row.causal);
@@ -107,11 +120,18 @@ std::vector<FileAdapter> file_adapters(const LoraAdapter& adapter, InteropFormat
         continue;
       }
       at::Tensor b = it->second->b.contiguous();
+      magnitude = it->second->magnitude;
       const RopePairing pairing = row.file_pairing.value_or(default_pairing);
-      // Rows of B move as the base export moves the weight's rows (W + s B A keeps its row order).
-      if (row.rotary_heads > 0 && m.rope.pairing != pairing)
-        b = pairing == RopePairing::kInterleaved ? halves_to_interleaved(b, row.rotary_heads)
-                                                 : interleaved_to_halves(b, row.rotary_heads);
+      // Rows of B (and the magnitudes) move as the base export moves the weight's rows (W + s B A keeps
+      // its row order).
+      if (row.rotary_heads > 0 && m.rope.pairing != pairing) {
+        const auto move = [&](const at::Tensor& t) {
+          return pairing == RopePairing::kInterleaved ? halves_to_interleaved(t, row.rotary_heads)
+                                                      : interleaved_to_halves(t, row.rotary_heads);
+        };
+        b = move(b);
+        if (magnitude.defined()) magnitude = move(magnitude.unsqueeze(1)).squeeze(1).contiguous();
+      }
       as.push_back(it->second->a.contiguous());
       bs.push_back(b);
     }
@@ -121,6 +141,7 @@ std::vector<FileAdapter> file_adapters(const LoraAdapter& adapter, InteropFormat
     if (present_a.empty()) continue;
     FileAdapter f;
     f.file = first.file;
+    f.magnitude = magnitude;
     f.blocks = static_cast<int64_t>(present_a.size());
     f.a = present_a.size() == 1 ? present_a[0] : at::cat(present_a);  // (blocks * r, in)
     if (bs.size() == 1) {
@@ -156,8 +177,9 @@ LoraAdapter lora_adapter_of(const InteropModel& model, const std::string& format
   adapter.rank = model.lora.rank;
   adapter.alpha = model.lora.alpha;
   adapter.rslora = model.lora.rslora;
+  adapter.dora = model.lora.dora;
   for (const auto& [path, tensors] : model.adapters)
-    adapter.tensors.push_back({path + ".weight", tensors.a, tensors.b});
+    adapter.tensors.push_back({path + ".weight", tensors.a, tensors.b, tensors.magnitude});
   return adapter;
 }
 
@@ -168,6 +190,11 @@ double lora_scale(const LoraAdapter& adapter) {
 
 void write_gguf_lora(const LoraAdapter& adapter, const fs::path& out) {
   const TargetArchitecture arch = check_exportable(adapter.model, "gguf", kSource);
+  if (adapter.dora)
+    throw ConfigError(
+        kSource, "train.lora.dora",
+        "llama.cpp's LoRA adapters have no DoRA magnitude: fold the adapters into the base with "
+        "`causal export --merge --format gguf`, or write a PEFT adapter (--format peft)");
   const std::vector<FileAdapter> tensors = file_adapters(adapter, InteropFormat::kGguf, arch);
   // llama.cpp scales each tensor's product by alpha / rank with rank read from that tensor (lora_b's
   // columns), and uses no rslora: alpha = scale * r makes its scale causal's; a fused tensor of rank
@@ -215,6 +242,8 @@ void write_peft_adapter(const LoraAdapter& adapter, const fs::path& out_dir,
     ++adapted[short_name(module)];
     named.emplace_back("base_model.model." + module + ".lora_A.weight", f.a);
     named.emplace_back("base_model.model." + module + ".lora_B.weight", f.b);
+    if (f.magnitude.defined())
+      named.emplace_back("base_model.model." + module + ".lora_magnitude_vector", f.magnitude);
     if (f.blocks != 1) {
       // A fused tensor's rank is blocks * r: PEFT's scale alpha' / r' must stay causal's.
       const double k = static_cast<double>(f.blocks);
@@ -235,6 +264,7 @@ void write_peft_adapter(const LoraAdapter& adapter, const fs::path& out_dir,
       {"r", adapter.rank},
       {"lora_alpha", adapter.alpha},
       {"use_rslora", adapter.rslora},
+      {"use_dora", adapter.dora},
       {"target_modules", std::vector<std::string>(targets.begin(), targets.end())},
       {"lora_dropout", 0.0},
       {"bias", "none"},

@@ -15,11 +15,13 @@
 
 namespace causal {
 
-// One adapted linear layer: W' = W + scale * b @ a, W the causal parameter `parameter` (out, in).
+// One adapted linear layer: W' = W + scale * b @ a, W the causal parameter `parameter` (out, in); with
+// DoRA W' = (magnitude / n) (W + scale * b @ a), n the row norms of W + scale * b @ a.
 struct LoraTensors {
   std::string parameter;  // causal weight name, e.g. "blocks.0.attn.q_proj.weight" or "head.weight"
   at::Tensor a;           // (r, in) float32
   at::Tensor b;           // (out, r) float32
+  at::Tensor magnitude;   // (out) float32, DoRA only
 };
 
 struct LoraAdapter {
@@ -28,6 +30,7 @@ struct LoraAdapter {
   int64_t rank = 0;
   double alpha = 0.0;
   bool rslora = false;  // scale alpha / sqrt(rank) instead of alpha / rank
+  bool dora = false;    // every tensor has its magnitude
 };
 
 // The adapters of an adapter checkpoint's export source (load_export_source without merge), under their
@@ -41,12 +44,14 @@ double lora_scale(const LoraAdapter& adapter);
 // The GGUF adapter, written whole or not at all: general.type "adapter", adapter.type "lora",
 // adapter.lora.alpha chosen so that llama.cpp's alpha / rank (rank read per tensor) equals lora_scale;
 // tensors "<base tensor>.lora_a" (r, in) and ".lora_b" (out, r). Throws ConfigError for an adapter the base
-// export cannot carry (unknown target, tied head, shapes), IoError when writing fails.
+// export cannot carry (unknown target, tied head, shapes, DoRA: llama.cpp's adapters have no magnitude),
+// IoError when writing fails.
 void write_gguf_lora(const LoraAdapter& adapter, const std::filesystem::path& out);
 
 // The PEFT folder `out_dir` (must not exist; built in a temporary sibling, then renamed):
-// adapter_config.json and adapter_model.safetensors under PEFT's names. Throws as write_gguf_lora, and
-// UsageError for an existing `out_dir`.
+// adapter_config.json and adapter_model.safetensors under PEFT's names (DoRA: use_dora and each module's
+// lora_magnitude_vector; not on GPT-2's fused c_attn). Throws as write_gguf_lora, and UsageError for an
+// existing `out_dir`.
 void write_peft_adapter(const LoraAdapter& adapter, const std::filesystem::path& out_dir,
                         const std::string& base_model_name);
 

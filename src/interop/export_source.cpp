@@ -46,7 +46,8 @@ InteropModel load_export_source(const std::string& run_dir, const std::string& r
     for (const auto& item : loaded.model->named_parameters())
       if (!is_adapter_parameter(item.key())) out.tensors[item.key()] = cpu(item.value());
     for (const auto& [path, lora] : lora_adapters(*loaded.model))
-      out.adapters[path] = {cpu(lora->a), cpu(lora->b)};
+      out.adapters[path] = {cpu(lora->a), cpu(lora->b),
+                            lora->magnitude.defined() ? cpu(lora->magnitude) : torch::Tensor()};
     if (!out.adapters.empty()) {
       out.lora = loaded.config.train.lora;
       if (loaded.checkpoint.state.base) out.base_origin = loaded.checkpoint.state.base->dir.string();

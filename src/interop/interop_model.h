@@ -32,9 +32,11 @@ struct InteropModel {
   std::optional<InteropTokenizer> tokenizer;
   std::string origin;  // export: the checkpoint's config.json (named in errors)
   // Export of an adapter checkpoint without --merge: `tensors` hold the base, these the adapters, by the
-  // product's path ("blocks.0.attn.q_proj"): a (r, in) and b (out, r), float32 CPU.
+  // product's path ("blocks.0.attn.q_proj"): a (r, in) and b (out, r), and with DoRA magnitude (out),
+  // float32 CPU.
   struct Adapter {
     at::Tensor a, b;
+    at::Tensor magnitude;  // undefined without DoRA
   };
   std::map<std::string, Adapter> adapters;
   LoraConfig lora;          // the adapters' rank, alpha and scale rule (train.lora); rank 0 without them

@@ -32,6 +32,7 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kAdapterConfig = "adapter_config.json";
 constexpr const char* kAdapterTensors = "adapter_model.safetensors";
 constexpr const char* kPeftPrefix = "base_model.model.";
+constexpr const char* kMagnitudeSuffix = ".lora_magnitude_vector";
 constexpr double kScaleTolerance = 1e-9;  // relative: alpha k / (k r) and alpha / r differ by rounding only
 
 // One HF module that holds causal products: a Linear or Conv1D, or GPT-2's fused c_attn (q, k, v rows).
@@ -167,8 +168,10 @@ class PeftReader {
       refuse("bias", bias->dump() +
                          ": PEFT then trains the base's biases too; causal's adapters leave the base frozen "
                          "(expected \"none\")");
-    require_off(config, "use_dora",
-                "DoRA rescales each weight by a learned magnitude; causal runs plain LoRA");
+    if (const Json* dora = field(config, "use_dora")) {
+      if (!dora->is_boolean()) refuse("use_dora", dora->dump() + ": expected true or false");
+      dora_ = dora->get<bool>();
+    }
     require_off(config, "lora_bias", "a bias on B; causal's adapters have none");
     require_off(config, "modules_to_save",
                 "PEFT saves whole trained copies of these modules; causal's adapter checkpoints hold LoRA "
@@ -287,7 +290,7 @@ class PeftReader {
     return out;
   }
 
-  // module -> (A, B) in float32, every tensor name known.
+  // module -> (A, B) in float32, every tensor name known; DoRA's magnitudes into magnitudes_.
   std::map<std::string, std::pair<at::Tensor, at::Tensor>> read_tensors() {
     if (!fs::exists(tensor_file_)) {
       const bool pickled = fs::exists(dir_ / "adapter_model.bin");
@@ -301,7 +304,7 @@ class PeftReader {
     for (const ProductModule& p : products_) by_name[p.name] = &p;
     std::map<std::string, std::pair<at::Tensor, at::Tensor>> out;
     for (auto& [name, t] : load_safetensors(tensor_file_)) {
-      if (base_copy(name, t)) continue;
+      if (base_copy(name, t) || magnitude(name, t, by_name)) continue;
       std::string module;
       bool is_a = false;
       for (const char* suffix : {".lora_A.weight", ".lora_B.weight"}) {
@@ -331,13 +334,48 @@ class PeftReader {
                               std::to_string(r) + "), got " + c10::str(t.sizes(), " ", t.scalar_type()));
       (is_a ? out[module].first : out[module].second) = t.to(at::kFloat).contiguous();
     }
-    for (const auto& [module, ab] : out)
+    for (const auto& [module, ab] : out) {
       if (!ab.first.defined() || !ab.second.defined())
         throw ConfigError(
             tensor_file_,
             std::string(kPeftPrefix) + module + (ab.first.defined() ? ".lora_B" : ".lora_A") + ".weight",
             "missing: each adapted module needs lora_A and lora_B");
+      if (dora_ && !magnitudes_.count(module))
+        throw ConfigError(tensor_file_, std::string(kPeftPrefix) + module + kMagnitudeSuffix,
+                          "missing: use_dora gives each adapted module its magnitude");
+    }
+    for (const auto& [module, _] : magnitudes_)
+      if (!out.count(module))
+        throw ConfigError(tensor_file_, std::string(kPeftPrefix) + module + kMagnitudeSuffix,
+                          "a DoRA magnitude of a module without lora_A and lora_B");
     return out;
+  }
+
+  // "<prefix><module>.lora_magnitude_vector" (DoRA, PEFT's name without the adapter's): the magnitude of
+  // one output row each, kept in magnitudes_.
+  bool magnitude(const std::string& name, const at::Tensor& t,
+                 const std::map<std::string, const ProductModule*>& by_name) {
+    if (name.rfind(kPeftPrefix, 0) != 0 || !ends_in(name, kMagnitudeSuffix)) return false;
+    const std::string module =
+        name.substr(std::string(kPeftPrefix).size(),
+                    name.size() - std::string(kPeftPrefix).size() - std::string(kMagnitudeSuffix).size());
+    if (!dora_) refuse("use_dora", "false, and " + std::string(kAdapterTensors) + " holds " + name);
+    const auto it = by_name.find(module);
+    if (it == by_name.end())
+      throw ConfigError(tensor_file_, name,
+                        "not a DoRA magnitude of a product of this base (" + product_names() + ")");
+    const ProductModule& p = *it->second;
+    if (p.parts.size() > 1)
+      throw ConfigError(tensor_file_, name,
+                        "DoRA on " + module +
+                            ", which holds several causal products (q, k and v): one magnitude over them "
+                            "all, which causal's per-product adapters cannot hold");
+    if (!at::isFloatingType(t.scalar_type()) || t.dim() != 1 || t.size(0) != p.part_rows)
+      throw ConfigError(tensor_file_, name,
+                        "expected a float tensor of shape [" + std::to_string(p.part_rows) + "], got " +
+                            c10::str(t.sizes(), " ", t.scalar_type()));
+    magnitudes_[module] = t.to(at::kFloat).contiguous();
+    return true;
   }
 
   // A copy of a base weight: "<prefix><module>.base_layer.weight" (a wrapped product) or "<prefix><tensor>"
@@ -381,7 +419,8 @@ class PeftReader {
   }
 
   struct Product {
-    at::Tensor a, b;  // (rank, in), (out, rank) in the file's row order
+    at::Tensor a, b;       // (rank, in), (out, rank) in the file's row order
+    at::Tensor magnitude;  // (out) in the file's row order, DoRA only
     int64_t rank;
     double scale;
     std::string module;  // the HF module it came from, for errors
@@ -440,7 +479,11 @@ class PeftReader {
             const int64_t block = static_cast<int64_t>(j);
             out[product_path(m->parts[parts[j]])] = {
                 a.narrow(0, block * rank_, rank_).contiguous(),
-                part_rows(*m, b, parts[j]).narrow(1, block * rank_, rank_).contiguous(), rank_, s, m->name};
+                part_rows(*m, b, parts[j]).narrow(1, block * rank_, rank_).contiguous(),
+                at::Tensor(),
+                rank_,
+                s,
+                m->name};
           }
         }
         return;
@@ -457,8 +500,8 @@ class PeftReader {
       const int64_t r = module_rank(m->name);
       for (size_t p = 0; p < n; ++p)
         if (used[p])
-          out[product_path(m->parts[p])] = {a.clone(), part_rows(*m, b, p).contiguous(), r,
-                                            scale(module_alpha(m->name), r), m->name};
+          out[product_path(m->parts[p])] = {a.clone(), part_rows(*m, b, p).contiguous(), at::Tensor(),
+                                            r,         scale(module_alpha(m->name), r),  m->name};
     }
   }
 
@@ -474,7 +517,14 @@ class PeftReader {
       }
       const int64_t r = module_rank(m->name);
       const auto& [a, b] = tensors.at(m->name);
-      products[product_path(m->parts[0])] = {a, b, r, scale(module_alpha(m->name), r), m->name};
+      const auto magnitude = magnitudes_.find(m->name);
+      products[product_path(m->parts[0])] = {
+          a,
+          b,
+          magnitude == magnitudes_.end() ? at::Tensor() : magnitude->second,
+          r,
+          scale(module_alpha(m->name), r),
+          m->name};
     }
     split_fused(fused, tensors, products);
 
@@ -517,6 +567,7 @@ class PeftReader {
                                               : static_cast<double>(first.rank));
     lora.dropout = dropout_;
     lora.rslora = rslora_;
+    lora.dora = dora_;
     lora.targets.clear();
     for (const std::string& kind : lora_target_names())
       if (blocks.count(kind)) lora.targets.push_back(kind);
@@ -526,13 +577,20 @@ class PeftReader {
       for (const MappedTensor& row : m->parts) rows[product_path(row)] = &row;
     for (auto& [path, p] : products) {
       const MappedTensor& row = *rows.at(path);
-      at::Tensor b = p.b;
+      at::Tensor b = p.b, magnitude = p.magnitude;
       const RopePairing pairing = row.file_pairing.value_or(file_pairing);
-      // B's rows move back as import moves the base's q/k rows back (the inverse of write_peft_adapter's).
-      if (row.rotary_heads > 0 && m_.rope.pairing != pairing)
-        b = pairing == RopePairing::kInterleaved ? interleaved_to_halves(b, row.rotary_heads)
-                                                 : halves_to_interleaved(b, row.rotary_heads);
-      adapter.adapters[path] = {p.a.contiguous(), b.contiguous()};
+      // B's rows (and the magnitudes) move back as import moves the base's q/k rows back (the inverse of
+      // write_peft_adapter's).
+      if (row.rotary_heads > 0 && m_.rope.pairing != pairing) {
+        const auto move = [&](const at::Tensor& t) {
+          return pairing == RopePairing::kInterleaved ? interleaved_to_halves(t, row.rotary_heads)
+                                                      : halves_to_interleaved(t, row.rotary_heads);
+        };
+        b = move(b);
+        if (magnitude.defined()) magnitude = move(magnitude.unsqueeze(1)).squeeze(1);
+      }
+      adapter.adapters[path] = {p.a.contiguous(), b.contiguous(),
+                                magnitude.defined() ? magnitude.contiguous() : at::Tensor()};
     }
     adapter.base_copies = copies_;
     if (const Json* name = field(config, "base_model_name_or_path"); name != nullptr && name->is_string())
@@ -550,7 +608,8 @@ class PeftReader {
   std::map<std::string, std::pair<std::string, at::Tensor>> copies_;
   int64_t rank_ = 0;
   double alpha_ = 0.0, dropout_ = 0.0;
-  bool rslora_ = false;
+  bool rslora_ = false, dora_ = false;
+  std::map<std::string, at::Tensor> magnitudes_;  // HF module -> DoRA magnitude (out)
   Json rank_pattern_, alpha_pattern_;
 };
 

@@ -261,6 +261,9 @@ std::string import_adapter_run(const CheckpointInfo& base, const InteropAdapter&
             "train.lora adapts " + path + ", which the adapter holds no (or other shaped) tensors for");
       lora->a.copy_(it->second.a);
       lora->b.copy_(it->second.b);
+      if (lora->magnitude.defined() != it->second.magnitude.defined())
+        throw ConfigError(source, "use_dora", path + ": a DoRA magnitude on one side only");
+      if (lora->magnitude.defined()) lora->magnitude.copy_(it->second.magnitude);
     }
   }
   if (adapted.size() != adapter.adapters.size())

@@ -63,9 +63,10 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   if (kind != FfnKind::kRelu && options_.fused() && x.is_cuda() && layer[out]->adapter() == nullptr) {
     // The input products without their biases, which the activation's kernel adds; their adapters' terms
     // join the products before it.
-    HiddenInputs in{layer[0]->adapted(x, torch::linear(x, layer[0]->product_weight(device))), layer[0]->bias};
+    HiddenInputs in{layer[0]->adapted(x, torch::linear(x, layer[0]->product_weight(device)), false),
+                    layer[0]->bias};
     if (kind == FfnKind::kSwiglu) {
-      in.second = layer[1]->adapted(x, torch::linear(x, layer[1]->product_weight(device)));
+      in.second = layer[1]->adapted(x, torch::linear(x, layer[1]->product_weight(device)), false);
       in.second_bias = layer[1]->bias;
     }
     if (hidden_projection_fusable(kind, in.first))

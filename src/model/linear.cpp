@@ -35,8 +35,10 @@ at::Tensor LinearImpl::product(const at::Tensor& x) {
   return torch::nn::functional::linear(x, product_weight(x.device().type()), bias);
 }
 
-at::Tensor LinearImpl::adapted(const at::Tensor& x, const at::Tensor& y) {
-  return adapter_ ? y + adapter_->delta(x) : y;
+at::Tensor LinearImpl::adapted(const at::Tensor& x, const at::Tensor& y, bool y_has_bias) {
+  if (!adapter_) return y;
+  const at::Tensor none;
+  return y + adapter_->delta(x, {weight, y, y_has_bias ? bias : none});
 }
 
 at::Tensor LinearImpl::forward(const at::Tensor& x) { return adapted(x, product(x)); }

@@ -22,12 +22,20 @@ struct LinearOptions {
   TORCH_ARG(WeightShadows, weight_shadows) = WeightShadows::kOff;  // model.weight_shadows
 };
 
+// What an adapter sees of its product besides the input: the weight (out, in) and the product's output y,
+// which holds the bias `bias_in_y` (undefined where y is x W^T alone, its kernel adding the bias later).
+struct AdaptedProduct {
+  const at::Tensor& weight;
+  const at::Tensor& y;
+  const at::Tensor& bias_in_y;
+};
+
 // What an adapter adds to a product y = x W^T + b. Registered on the product as its submodule "lora", so
 // that its parameters are named "<product>.lora.<name>" in checkpoints.
 class LinearAdapterImpl : public torch::nn::Module {
  public:
-  // x (..., in) -> the adapter's term of the output (..., out).
-  virtual at::Tensor delta(const at::Tensor& x) = 0;
+  // x (..., in) -> the adapter's term of the output (..., out), added to product.y.
+  virtual at::Tensor delta(const at::Tensor& x, const AdaptedProduct& product) = 0;
   // weight (out, in) with the adapter folded in, a differentiable function of the adapter's parameters:
   // x merged^T equals x W^T + delta(x) whenever merges_exactly(). For products that take a weight rather
   // than run one on an input (the chunked head loss), and for merging an adapter into its base.
@@ -49,8 +57,9 @@ class LinearImpl : public torch::nn::Module {
   // The weight this forward's products take on `device`: its shadow under autocast where
   // model.weight_shadows keeps one, else the weight itself.
   at::Tensor product_weight(c10::DeviceType device);
-  // y plus the adapter's term for input x; y unchanged without an adapter.
-  at::Tensor adapted(const at::Tensor& x, const at::Tensor& y);
+  // y plus the adapter's term for input x; y unchanged without an adapter. y is x W^T + b, or x W^T alone
+  // where `y_has_bias` is false (a product whose kernel adds the bias after).
+  at::Tensor adapted(const at::Tensor& x, const at::Tensor& y, bool y_has_bias = true);
   // Brings the shadow up to date for products in `products` now (a CUDA graph's replay runs no host code).
   void refresh_shadow(c10::optional<c10::ScalarType> products);
 

@@ -16,6 +16,7 @@ LoraImpl::LoraImpl(const LoraOptions& options) : options_(options) {
               " out=", options_.out_features());
   a = register_parameter("a", torch::empty({options_.rank(), options_.in_features()}));
   b = register_parameter("b", torch::empty({options_.out_features(), options_.rank()}));
+  if (options_.dora()) magnitude = register_parameter("magnitude", torch::ones({options_.out_features()}));
   reset_parameters();
 }
 
@@ -34,15 +35,37 @@ double LoraImpl::scale() const {
   return options_.alpha() / (options_.rslora() ? std::sqrt(r) : r);
 }
 
-at::Tensor LoraImpl::delta(const at::Tensor& x) {
+at::Tensor LoraImpl::folded_row_norms(const at::Tensor& weight) {
+  torch::NoGradGuard no_grad;
+  return torch::linalg_vector_norm(weight.to(b.scalar_type()) + b.mm(a) * scale(), 2, {1});  // (out)
+}
+
+void LoraImpl::reset_magnitude(const at::Tensor& weight) {
+  TORCH_CHECK(options_.dora(), "[lora] reset_magnitude on an adapter without dora");
+  torch::NoGradGuard no_grad;
+  magnitude.copy_(folded_row_norms(weight));
+}
+
+at::Tensor LoraImpl::delta(const at::Tensor& x, const AdaptedProduct& product) {
   const double p = options_.dropout();
-  const at::Tensor in = p > 0.0 && is_training() ? torch::dropout(x, p, true) : x;
+  const bool dropped = p > 0.0 && is_training();
+  const at::Tensor in = dropped ? torch::dropout(x, p, true) : x;
   namespace F = torch::nn::functional;
-  return F::linear(F::linear(in, a), b) * scale();  // (..., r) -> (..., out)
+  const at::Tensor lora = F::linear(F::linear(in, a), b) * scale();  // (..., r) -> (..., out)
+  if (!options_.dora()) return lora;
+  // (m / n) (x W^T + lora) - x W^T, with x W^T of the dropped input where dropout is live. In this order
+  // the backward keeps one (..., out) tensor, x W^T + lora, for the magnitude's gradient.
+  const at::Tensor unbiased =
+      dropped ? F::linear(in, product.weight)
+              : (product.bias_in_y.defined() ? product.y - product.bias_in_y : product.y);  // (..., out)
+  const at::Tensor s = (magnitude / folded_row_norms(product.weight)).to(product.y.scalar_type());
+  return s * (unbiased + lora) - unbiased;
 }
 
 at::Tensor LoraImpl::merged(const at::Tensor& weight) {
-  return weight + b.mm(a).mul(scale()).to(weight.scalar_type());  // (out, in)
+  const at::Tensor folded = weight + b.mm(a).mul(scale()).to(weight.scalar_type());  // (out, in)
+  if (!options_.dora()) return folded;
+  return (magnitude / folded_row_norms(weight)).to(weight.scalar_type()).unsqueeze(1) * folded;
 }
 
 std::string lora_target_of(const std::string& product_path) {
@@ -80,6 +103,15 @@ std::map<std::string, at::Tensor> folded_parameters(torch::nn::Module& model) {
   return out;
 }
 
+void reset_dora_magnitudes(torch::nn::Module& model) {
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    auto* product = dynamic_cast<LinearImpl*>(item.value().get());
+    if (product == nullptr) continue;
+    auto* lora = dynamic_cast<LoraImpl*>(product->adapter());
+    if (lora != nullptr && lora->options().dora()) lora->reset_magnitude(product->weight);
+  }
+}
+
 bool is_adapter_parameter(const std::string& name) {
   return name.find(".lora.") != std::string::npos || name.rfind("lora.", 0) == 0;
 }
@@ -99,7 +131,8 @@ std::vector<std::string> attach_lora(TransformerImpl& model, const LoraConfig& c
             .alpha(config.alpha)
             .dropout(config.dropout)
             .rslora(config.rslora)
-            .init(config.init);
+            .init(config.init)
+            .dora(config.dora);
     Lora lora(options);
     lora->to(product->weight.device());
     lora->train(product->is_training());

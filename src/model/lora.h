@@ -27,25 +27,36 @@ struct LoraOptions {
   TORCH_ARG(double, dropout) = 0.0;  // on the input, train mode only
   TORCH_ARG(bool, rslora) = false;
   TORCH_ARG(LoraInit, init) = LoraInit::kKaiming;
+  TORCH_ARG(bool, dora) = false;  // DoRA: a magnitude per output row as well
 };
 
 // Parameters: a (r, in), b (out, r). delta(x) = scale * (dropout(x) a^T) b^T; b starts at zero, so an
 // attached adapter leaves the model's function as it was until it trains.
+// With dora, also magnitude (out), and the product becomes (magnitude / n) (x (W + scale b a)^T) + bias, n
+// the row norms of W + scale b a taken as constants (no gradient), as DoRA's paper (its section 4.3) and
+// PEFT do; with dropout in train mode x W^T is taken on the dropped input as PEFT takes it. A magnitude
+// equal to the base's row norms (reset_magnitude while b is zero) leaves the function as it was.
 class LoraImpl : public LinearAdapterImpl {
  public:
   explicit LoraImpl(const LoraOptions& options);
-  at::Tensor delta(const at::Tensor& x) override;
+  at::Tensor delta(const at::Tensor& x, const AdaptedProduct& product) override;
   at::Tensor merged(const at::Tensor& weight) override;
   bool merges_exactly() const override { return !is_training() || options_.dropout() == 0.0; }
   // a: PEFT's default kaiming-uniform (a = sqrt(5)) or normal(0, 1/r); b: zeros.
   void reset_parameters();
+  // magnitude = the row norms of weight + scale b a (DoRA's init on the base weight).
+  void reset_magnitude(const at::Tensor& weight);
   double scale() const;
   const LoraOptions& options() const { return options_; }
 
-  at::Tensor a;  // (r, in)
-  at::Tensor b;  // (out, r)
+  at::Tensor a;          // (r, in)
+  at::Tensor b;          // (out, r)
+  at::Tensor magnitude;  // (out), with dora only
 
  private:
+  // n (out): the row norms of weight + scale b a, a constant to autograd (DoRA's norm).
+  at::Tensor folded_row_norms(const at::Tensor& weight);
+
   LoraOptions options_;
 };
 TORCH_MODULE(Lora);
@@ -59,6 +70,10 @@ std::string lora_target_of(const std::string& product_path);
 // the adapted products' paths. Throws std::invalid_argument (c10::Error) when no product is targeted.
 std::vector<std::string> attach_lora(TransformerImpl& model, const LoraConfig& config);
 
+// Sets every DoRA adapter's magnitude of `model` from its product's weight (LoraImpl::reset_magnitude): once
+// the base weights are in, before the first step.
+void reset_dora_magnitudes(torch::nn::Module& model);
+
 // Every parameter of `model` but the adapters', by name, with each adapted product's weight replaced by
 // its adapter folded in (LinearAdapterImpl::merged): the plain model that computes what base + adapters do
 // (up to rounding, and with adapter dropout off). Detached.
@@ -67,7 +82,7 @@ std::map<std::string, at::Tensor> folded_parameters(torch::nn::Module& model);
 // Each adapted product's LoRA adapter of `model`, by the product's path ("blocks.0.attn.q_proj").
 std::vector<std::pair<std::string, LoraImpl*>> lora_adapters(torch::nn::Module& model);
 
-// True for a parameter name that belongs to an adapter ("<product>.lora.a", "<product>.lora.b").
+// True for a parameter name that belongs to an adapter ("<product>.lora.a", ".lora.b", ".lora.magnitude").
 bool is_adapter_parameter(const std::string& name);
 
 }  // namespace causal

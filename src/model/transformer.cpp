@@ -212,7 +212,7 @@ torch::Tensor TransformerImpl::logits(const torch::Tensor& hidden) {
   torch::Tensor logits = head_product(
       hidden, weight, head_bias(),
       shadow ? head_shadow_.weight({weight}, *shadow, head_rows(weight)) : torch::Tensor());  // (B,T,V)
-  if (LinearAdapterImpl* adapter = head_adapter()) logits = logits + adapter->delta(hidden);
+  if (head_adapter() != nullptr) logits = head_->adapted(hidden, logits);
   // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in,
   // and contiguous (a GPU's padded head leaves a view).
   if (logits.scalar_type() != parameter_dtype) logits = logits.to(parameter_dtype);

@@ -49,12 +49,14 @@ nlohmann::json final_results(double initial_loss, const nlohmann::json& evaluati
 class LeaderOutput::Loop final : public RankLoop {
  public:
   Loop(LeaderOutput& output, Transformer model, const torch::optim::Optimizer& optimizer,
-       const std::optional<CheckpointInfo>& from, const FaultInjection& fault, const ThreadSplit& threads)
+       const std::optional<CheckpointInfo>& from, const FaultInjection& fault, const ThreadSplit& threads,
+       const std::optional<BaseCheckpoint>& base)
       : output_(output),
         model_(std::move(model)),
         optimizer_(optimizer),
         fault_(fault),
         threads_(threads),
+        base_(base),
         checkpointer_(output.folder_->path() / run_files::kCheckpoints,
                       checkpointing_for(output.config_.train, fault), *model_, optimizer, output.config_json_,
                       output.folder_->log(), from ? from->dir : fs::path()) {
@@ -72,7 +74,8 @@ class LeaderOutput::Loop final : public RankLoop {
                                    fault_.kind == FaultInjection::Kind::kNone ? "" : fault_.describe(),
                                    checkpointer_.last().string(),
                                    output_.config_json_,
-                                   threads_};
+                                   threads_,
+                                   base_};
       const fs::path dir = write_forensics(output_.folder_->path(), bundle, *model_, optimizer_);
       return "; forensics in " + dir.string() + " (replay: causal train --replay " + dir.string() + ")";
     };
@@ -101,6 +104,7 @@ class LeaderOutput::Loop final : public RankLoop {
   const torch::optim::Optimizer& optimizer_;
   FaultInjection fault_;
   ThreadSplit threads_;
+  std::optional<BaseCheckpoint> base_;
   Checkpointer checkpointer_;
 };
 
@@ -117,8 +121,9 @@ LeaderOutput::LeaderOutput(std::unique_ptr<RunFolder> folder, std::map<std::stri
 
 std::unique_ptr<RankLoop> LeaderOutput::loop(Transformer model, const torch::optim::Optimizer& optimizer,
                                              const std::optional<CheckpointInfo>& from,
-                                             const FaultInjection& fault, const ThreadSplit& threads) {
-  return std::make_unique<Loop>(*this, std::move(model), optimizer, from, fault, threads);
+                                             const FaultInjection& fault, const ThreadSplit& threads,
+                                             const std::optional<BaseCheckpoint>& base) {
+  return std::make_unique<Loop>(*this, std::move(model), optimizer, from, fault, threads, base);
 }
 
 void LeaderOutput::check_writes(int64_t step, const std::string& checkpoint) const {

@@ -29,7 +29,8 @@ class LeaderOutput : public RankOutput {
   const MatmulPeak& peak() const override { return peak_; }
   std::unique_ptr<RankLoop> loop(Transformer model, const torch::optim::Optimizer& optimizer,
                                  const std::optional<CheckpointInfo>& from, const FaultInjection& fault,
-                                 const ThreadSplit& threads) override;
+                                 const ThreadSplit& threads,
+                                 const std::optional<BaseCheckpoint>& base) override;
   void check_writes(int64_t step, const std::string& checkpoint) const override;
   TrainOutcome complete(TrainOutcome outcome, Transformer& model, double initial_loss,
                         const TrainSummary& summary, const RankContext& ranks) override;

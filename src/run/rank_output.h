@@ -50,11 +50,12 @@ class RankOutput : public TrainOutput {
   virtual std::string run_dir() const = 0;  // the run folder ("" on ranks other than the leader)
   // The matmul peak MFU is reported against: measured by the leader alone (zero on the other ranks).
   virtual const MatmulPeak& peak() const = 0;
-  // The loop's side over `model` and `optimizer`, continuing `from` (nullopt: step 0); `fault` and
-  // `threads` go into the leader's forensics bundles.
+  // The loop's side over `model` and `optimizer`, continuing `from` (nullopt: step 0); `fault`, `threads`
+  // and an adapter run's `base` go into the leader's forensics bundles.
   virtual std::unique_ptr<RankLoop> loop(Transformer model, const torch::optim::Optimizer& optimizer,
                                          const std::optional<CheckpointInfo>& from,
-                                         const FaultInjection& fault, const ThreadSplit& threads) = 0;
+                                         const FaultInjection& fault, const ThreadSplit& threads,
+                                         const std::optional<BaseCheckpoint>& base) = 0;
   // A failed write of the run folder's own files ends the run here: CheckpointError (exit 4) naming the
   // step and `checkpoint` (what became of the last checkpoint). The other ranks write no files.
   virtual void check_writes(int64_t step, const std::string& checkpoint) const = 0;

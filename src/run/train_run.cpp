@@ -229,6 +229,7 @@ class TrainJob {
         // An adapter run's first start on a full checkpoint: its weights become the frozen base, the
         // adapters keep their fresh init and AdamW starts with them.
         load_frozen_weights(from.dir, *built.model);
+        reset_dora_magnitudes(*built.model);
       } else {
         load_model_weights(from, *built.model);
         load_optimizer_state(from.dir, *built.model, built.trainer->optimizer());
@@ -286,8 +287,8 @@ class TrainJob {
                 RankOutput& output) {
     InterruptGuard interrupts;
     Trainer& trainer = *built.trainer;
-    const std::unique_ptr<RankLoop> loop =
-        output.loop(built.model, trainer.optimizer(), start.from, built.fault, start.threads.split);
+    const std::unique_ptr<RankLoop> loop = output.loop(built.model, trainer.optimizer(), start.from,
+                                                       built.fault, start.threads.split, built.base);
     Trained trained;
     TrainHooks hooks;
     loop->add_hooks(hooks);

@@ -28,7 +28,7 @@ WorkerOutput::WorkerOutput(int64_t rank)
 
 std::unique_ptr<RankLoop> WorkerOutput::loop(Transformer, const torch::optim::Optimizer&,
                                              const std::optional<CheckpointInfo>&, const FaultInjection&,
-                                             const ThreadSplit&) {
+                                             const ThreadSplit&, const std::optional<BaseCheckpoint>&) {
   return std::make_unique<WorkerLoop>();
 }
 

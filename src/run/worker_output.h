@@ -22,7 +22,8 @@ class WorkerOutput : public RankOutput {
   const MatmulPeak& peak() const override { return peak_; }
   std::unique_ptr<RankLoop> loop(Transformer model, const torch::optim::Optimizer& optimizer,
                                  const std::optional<CheckpointInfo>& from, const FaultInjection& fault,
-                                 const ThreadSplit& threads) override;
+                                 const ThreadSplit& threads,
+                                 const std::optional<BaseCheckpoint>& base) override;
   void check_writes(int64_t, const std::string&) const override {}
   TrainOutcome complete(TrainOutcome, Transformer&, double, const TrainSummary&,
                         const RankContext&) override {

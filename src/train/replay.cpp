@@ -30,9 +30,8 @@ ReplayResult replay_step(const std::filesystem::path& bundle_dir) {
   for (const Batch& b : bundle.micro_batches) micro_batches.push_back(b.to(device));
 
   Transformer model(config.model);
-  // A bundle keeps every parameter, an adapter run's adapters with its base.
   if (config.train.lora.enabled()) attach_lora(*model, config.train.lora);
-  load_model_weights(bundle_dir, *model);
+  load_forensics_weights(bundle_dir, bundle, *model);
   model->to(device);
   model->train();
   const FaultInjection fault = bundle.fault.empty() ? FaultInjection{} : FaultInjection::parse(bundle.fault);

@@ -69,7 +69,7 @@ const char* const kNonDefaultRetrieval = R"({
             "grad_clip": 0.5, "log_every": 5, "eval_every": 10, "checkpoint_every": 25,
             "keep_checkpoints": 4, "nonfinite": "skip", "max_consecutive_skips": 2, "diag_every": 7,
             "spike_window": 20, "spike_threshold": 4.5, "loss_kernel": "chunked", "loss_chunk_rows": 96, "cuda_graphs": "off",
-            "lora": {"rank": 4, "alpha": 8.0, "dropout": 0.1, "targets": ["v", "o"], "rslora": true, "init": "gaussian"}},
+            "lora": {"rank": 4, "alpha": 8.0, "dropout": 0.1, "targets": ["v", "o"], "rslora": true, "init": "gaussian", "dora": true}},
   "dist": {"timeout_s": 12.5, "bucket_mb": 4}
 })";
 
@@ -98,7 +98,7 @@ const char* const kNonDefaultText = R"({
             "eval_tasks": ["data/benchmarks/brown-next-sentence.jsonl"], "checkpoint_every": 20,
             "keep_checkpoints": 2, "nonfinite": "skip", "max_consecutive_skips": 9, "diag_every": 3,
             "spike_window": 30, "spike_threshold": 3.0, "loss_kernel": "logits", "loss_chunk_rows": 512, "cuda_graphs": "off",
-            "lora": {"rank": 2, "alpha": 4.0, "dropout": 0.05, "targets": ["o"], "rslora": true, "init": "gaussian"}},
+            "lora": {"rank": 2, "alpha": 4.0, "dropout": 0.05, "targets": ["o"], "rslora": true, "init": "gaussian", "dora": true}},
   "dist": {"timeout_s": 300, "bucket_mb": 0.5}
 })";
 

@@ -61,12 +61,14 @@ def peft_create(args, seqs):
     base = load_hf(args.base)
     result = {"base": hf_logprobs(base, seqs)}
     config = LoraConfig(r=args.r, lora_alpha=args.alpha, target_modules=args.targets.split(","),
-                        use_rslora=args.rslora, lora_dropout=0.0, task_type="CAUSAL_LM")
+                        use_rslora=args.rslora, use_dora=args.dora, lora_dropout=0.0, task_type="CAUSAL_LM")
     model = get_peft_model(base, config)
     generator = torch.Generator().manual_seed(args.seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "lora_" in name:
+            if "lora_magnitude_vector" in name:  # DoRA: the base's row norms, each moved by about 20%
+                p.mul_(1 + 0.2 * torch.randn(p.shape, generator=generator))
+            elif "lora_" in name:
                 p.copy_(torch.randn(p.shape, generator=generator) * 0.3)
     model.eval()
     result["adapted"] = hf_logprobs(model, seqs)
@@ -87,6 +89,7 @@ def main():
     p.add_argument("--r", type=int)
     p.add_argument("--alpha", type=float)
     p.add_argument("--rslora", action="store_true")
+    p.add_argument("--dora", action="store_true")
     p.add_argument("--seed", type=int)
     p.add_argument("--result")
     args = p.parse_args()

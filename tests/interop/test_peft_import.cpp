@@ -251,7 +251,24 @@ CATCH_TEST_CASE("peft import: what train.lora cannot hold is refused by name, no
   CATCH_CHECK_THAT(refused(llama_adapter, llama, set("task_type", "SEQ_CLS")), key("task_type"));
   CATCH_CHECK_THAT(refused(llama_adapter, llama, set("modules_to_save", {"lm_head"})),
                    key("modules_to_save"));
-  CATCH_CHECK_THAT(refused(llama_adapter, llama, set("use_dora", true)), key("use_dora"));
+  // DoRA: every adapted module needs its magnitude, and GPT-2's fused c_attn (q, k and v) cannot have one.
+  CATCH_CHECK_THAT(refused(llama_adapter, llama, set("use_dora", "yes")), key("use_dora"));
+  CATCH_CHECK_THAT(refused(llama_adapter, llama, set("use_dora", true)),
+                   Catch::Contains("q_proj.lora_magnitude_vector: missing"));
+  CATCH_CHECK_THAT(refused(gpt2_adapter, gpt2, set("use_dora", true),
+                           [](NamedTensors& t) {
+                             t.emplace_back(
+                                 "base_model.model.transformer.h.0.attn.c_attn.lora_magnitude_vector",
+                                 torch::ones({96}));
+                           }),
+                   Catch::Contains("several causal products"));
+  CATCH_CHECK_THAT(refused(llama_adapter, llama, {},
+                           [](NamedTensors& t) {
+                             t.emplace_back(
+                                 "base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector",
+                                 torch::ones({32}));
+                           }),
+                   key("use_dora"));
   CATCH_CHECK_THAT(refused(llama_adapter, llama, set("bias", "all")), key("bias"));
   CATCH_CHECK_THAT(refused(llama_adapter, llama, set("layers_to_transform", {0})),
                    key("layers_to_transform"));
@@ -398,6 +415,7 @@ CATCH_TEST_CASE("interop: adapters PEFT creates import into causal with PEFT's l
     ModelConfig model;
     std::string targets;  // PEFT's target_modules
     bool rslora;
+    bool dora = false;
   };
   const std::vector<Case> cases = {
       {"llama", lora_llama_model(), "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj,lm_head", false},
@@ -406,6 +424,11 @@ CATCH_TEST_CASE("interop: adapters PEFT creates import into causal with PEFT's l
       // PEFT's dense c_attn adapter (q, k, v sharing A), c_proj in attention and MLP alike, Conv1D weights.
       {"gpt2", small_gpt2_model(259), "c_attn,c_proj,c_fc", false},
       {"gpt2-rslora", small_gpt2_model(259), "c_attn,c_fc", true},
+      // DoRA: magnitudes on q/k rows that move between RoPE layouts, biases (qwen2), the head, Conv1D.
+      {"llama-dora", lora_llama_model(RopePairing::kInterleaved), "q_proj,k_proj,v_proj,down_proj,lm_head",
+       false, true},
+      {"qwen2-dora", lora_qwen2_model(), "q_proj,k_proj,o_proj,gate_proj", true, true},
+      {"gpt2-dora", small_gpt2_model(259), "c_proj,c_fc", false, true},
   };
   torch::manual_seed(13);
   std::vector<std::vector<int64_t>> seqs;
@@ -424,12 +447,12 @@ CATCH_TEST_CASE("interop: adapters PEFT creates import into causal with PEFT's l
         run_causal("export --run " + base.string() + " --format hf --out " + (dir / "base-hf").string());
     CATCH_INFO(exported.err);
     CATCH_REQUIRE(exported.code == 0);
-    CATCH_REQUIRE(adapters_python("peft-create --base " + (dir / "base-hf").string() + " --out " +
-                                      (dir / "peft").string() + " --targets " + c.targets +
-                                      " --r 4 --alpha 6" + (c.rslora ? " --rslora" : "") +
-                                      " --seed 5 --tokens " + (root / "tokens.json").string() + " --result " +
-                                      (dir / "peft.json").string(),
-                                  dir / "peft.log") == 0);
+    CATCH_REQUIRE(adapters_python(
+                      "peft-create --base " + (dir / "base-hf").string() + " --out " +
+                          (dir / "peft").string() + " --targets " + c.targets + " --r 4 --alpha 6" +
+                          (c.rslora ? " --rslora" : "") + (c.dora ? " --dora" : "") + " --seed 5 --tokens " +
+                          (root / "tokens.json").string() + " --result " + (dir / "peft.json").string(),
+                      dir / "peft.log") == 0);
     const Result imported = run_causal("import --format peft --input " + (dir / "peft").string() +
                                        " --base " + base.string() + " --out " + (dir / "new").string());
     CATCH_INFO(imported.err);
@@ -442,6 +465,28 @@ CATCH_TEST_CASE("interop: adapters PEFT creates import into causal with PEFT's l
               << ", base vs adapted " << moved << "\n";
     CATCH_CHECK(worst <= kLogprobTolerance);
     CATCH_CHECK(moved >= kAppliedAtLeast);
+    if (!c.dora) continue;
+    // And back out: causal's PEFT export of the imported DoRA adapter in PEFT, and the merged export in
+    // transformers, give causal's log-probabilities.
+    const fs::path peft_out = dir / "peft-out";
+    CATCH_REQUIRE(
+        run_causal("export --run " + (dir / "new").string() + " --format peft --out " + peft_out.string())
+            .code == 0);
+    CATCH_REQUIRE(run_causal("export --run " + (dir / "new").string() + " --merge --format hf --out " +
+                             (dir / "merged-hf").string())
+                      .code == 0);
+    CATCH_REQUIRE(adapters_python("peft --base " + (dir / "base-hf").string() + " --adapter " +
+                                      peft_out.string() + " --merged " + (dir / "merged-hf").string() +
+                                      " --tokens " + (root / "tokens.json").string() + " --out " +
+                                      (dir / "peft-out.json").string(),
+                                  dir / "peft-out.log") == 0);
+    const nlohmann::json back = nlohmann::json::parse(slurp(dir / "peft-out.json"));
+    const double out_worst = max_abs_logprob_diff(causal_logprobs, back["adapted"]);
+    const double merged = max_abs_logprob_diff(causal_logprobs, back["merged"]);
+    std::cout << "peft import " << c.name << ": causal vs PEFT on causal's export " << out_worst
+              << ", vs the merged export " << merged << "\n";
+    CATCH_CHECK(out_worst <= kLogprobTolerance);
+    CATCH_CHECK(merged <= kLogprobTolerance);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 // Torch first: its glog macros must not replace Catch's.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <map>
 
 #include "config/config_io.h"
@@ -52,17 +53,25 @@ void perturb_adapters(Transformer& model) {
     if (is_adapter_parameter(item.key())) item.value().normal_(0.0, 0.3);
 }
 
-// A plain model (no adapters) holding `adapted`'s weights with each adapter folded in, W + scale b a,
-// computed here from the adapters' own tensors.
-Transformer merged_copy(Transformer& adapted, const ModelConfig& c) {
+// W + scale b a of one product, from the adapter's own tensors.
+torch::Tensor lora_folded(const torch::Tensor& w, const LoraImpl& lora) {
+  return w + lora.b.mm(lora.a) * lora.scale();
+}
+
+// A plain model (no adapters) holding `adapted`'s weights with each adapter folded in by `fold` (LoRA's
+// W + scale b a by default).
+Transformer merged_copy(
+    Transformer& adapted, const ModelConfig& c,
+    const std::function<torch::Tensor(const torch::Tensor&, const LoraImpl&)>& fold = lora_folded) {
   Transformer plain(c);
   plain->to(adapted->head_weight().scalar_type());
   torch::NoGradGuard no_grad;
   auto target = plain->named_parameters();
   for (const auto& item : adapted->named_parameters())
     if (!is_adapter_parameter(item.key())) target[item.key()].copy_(item.value());
+  auto source = adapted->named_parameters();
   for (const auto& [path, lora] : lora_adapters(*adapted))
-    target[path + ".weight"].add_(lora->b.mm(lora->a) * lora->scale());
+    target[path + ".weight"].copy_(fold(source[path + ".weight"], *lora));
   return plain;
 }
 
@@ -73,19 +82,34 @@ Batch one_batch() {
 
 }  // namespace
 
-CATCH_TEST_CASE("an attached adapter starts as the identity: b is zero, the logits stay the base's bits",
-                "[unit][lora]") {
+CATCH_TEST_CASE(
+    "an attached adapter starts as the identity: b is zero (DoRA's magnitudes the base's row "
+    "norms), the logits stay the base's bits",
+    "[unit][lora]") {
   for (const ModelConfig& c : lora_models()) {
-    torch::manual_seed(1);
-    Transformer model(c);
-    model->eval();
-    const Batch batch = one_batch();
-    torch::NoGradGuard no_grad;
-    const torch::Tensor before = model->forward(model_inputs(batch)).logits;
-    const std::vector<std::string> adapted = attach_lora(*model, every_product(c, 4));
-    CATCH_CHECK(adapted.size() == static_cast<size_t>(c.n_layers) * (c.ffn == FfnKind::kSwiglu ? 7 : 6) +
-                                      (c.tie_embeddings ? 0 : 1));
-    CATCH_CHECK(torch::equal(model->forward(model_inputs(batch)).logits, before));
+    for (const bool dora : {false, true}) {
+      CATCH_INFO(to_string(c.ffn) << " dora " << dora);
+      torch::manual_seed(1);
+      Transformer model(c);
+      model->eval();
+      const Batch batch = one_batch();
+      torch::NoGradGuard no_grad;
+      const torch::Tensor before = model->forward(model_inputs(batch)).logits;
+      LoraConfig lora = every_product(c, 4);
+      lora.dora = dora;
+      const std::vector<std::string> adapted = attach_lora(*model, lora);
+      CATCH_CHECK(adapted.size() == static_cast<size_t>(c.n_layers) * (c.ffn == FfnKind::kSwiglu ? 7 : 6) +
+                                        (c.tie_embeddings ? 0 : 1));
+      if (dora) {
+        reset_dora_magnitudes(*model);
+        auto params = model->named_parameters();
+        for (const auto& [path, adapter] : lora_adapters(*model)) {
+          CATCH_REQUIRE(params.contains(path + ".lora.magnitude"));
+          CATCH_CHECK(torch::allclose(adapter->magnitude, params[path + ".weight"].norm(2, {1})));
+        }
+      }
+      CATCH_CHECK(torch::equal(model->forward(model_inputs(batch)).logits, before));
+    }
   }
 }
 
@@ -278,6 +302,9 @@ CATCH_TEST_CASE(
   LoraConfig defaults;  // q, k, v, o, gate, up, down: "gate" adapts nothing in a GELU FFN
   defaults.rank = 5;
   cases.emplace_back(gqa, defaults);
+  LoraConfig dora = every_product(lora_models()[0], 2);  // a magnitude per output row besides
+  dora.dora = true;
+  cases.emplace_back(lora_models()[0], dora);
   for (auto& [config, lora] : cases) {
     RunConfig run;
     run.model = config;
@@ -299,5 +326,92 @@ CATCH_TEST_CASE(
     CATCH_CHECK(cost.memory.activations > full.memory.activations);  // the adapters' rank-r intermediates
     CATCH_CHECK(cost.flops.training < full.flops.training);          // no gradient for frozen weights
     CATCH_CHECK(full.parameters.trainable == full.parameters.total);
+  }
+}
+
+namespace {
+
+// DoRA's adapters of `model` away from their start: a and b drawn, each magnitude its base's row norms
+// (reset_dora_magnitudes) moved by about 20%.
+void perturb_dora(Transformer& model) {
+  perturb_adapters(model);
+  reset_dora_magnitudes(*model);
+  torch::NoGradGuard no_grad;
+  for (const auto& [path, lora] : lora_adapters(*model))
+    lora->magnitude.mul_(1 + 0.2 * torch::randn_like(lora->magnitude));
+}
+
+// (m / n) (W + s b a) of one product, n the row norms of W + s b a, from the tensors alone.
+torch::Tensor dora_folded(const torch::Tensor& w, const LoraImpl& lora) {
+  const torch::Tensor v = w + lora.b.mm(lora.a) * lora.scale();
+  return (lora.magnitude / v.norm(2, {1})).unsqueeze(1) * v;
+}
+
+LoraConfig dora_config(const ModelConfig& c) {
+  LoraConfig lora = every_product(c, 3);
+  lora.dora = true;
+  return lora;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("DoRA: logits, losses and gradients of the plain model with (m / n)(W + s B A), n constant",
+                "[unit][lora]") {
+  for (const ModelConfig& c : lora_models()) {
+    for (const LossKernel kernel : {LossKernel::kLogits, LossKernel::kChunked}) {
+      CATCH_INFO(to_string(c.ffn) << (c.tie_embeddings ? " tied" : " untied") << " kernel "
+                                  << to_string(kernel));
+      torch::manual_seed(1);
+      Transformer model(c);
+      attach_lora(*model, dora_config(c));
+      perturb_dora(model);
+      // In float64, where the two compositions' rounding lies far below any formula's error.
+      model->to(torch::kDouble);
+      Transformer plain = merged_copy(model, c, dora_folded);
+      const Batch batch = one_batch();
+      {
+        torch::NoGradGuard no_grad;
+        model->eval();
+        plain->eval();
+        const torch::Tensor got = model->forward(model_inputs(batch)).logits;
+        const torch::Tensor want = plain->forward(model_inputs(batch)).logits;
+        CATCH_CHECK((got - want).abs().max().item<double>() < 1e-10);
+        // Far from the base: the magnitudes and adapters move the logits.
+        torch::manual_seed(1);
+        Transformer base(c);
+        base->to(torch::kDouble);
+        base->eval();
+        CATCH_CHECK((got - base->forward(model_inputs(batch)).logits).abs().max().item<double>() > 1e-2);
+      }
+      model->train();
+      plain->train();
+      TrainConfig train;
+      train.loss_kernel = kernel;
+      train.loss_chunk_rows = 16;
+      const torch::Tensor loss = training_loss_sum(model, batch, train, false).sum;
+      const torch::Tensor want_loss = training_loss_sum(plain, batch, train, false).sum;
+      CATCH_CHECK(std::abs(loss.item<double>() - want_loss.item<double>()) <
+                  1e-10 * std::abs(want_loss.item<double>()));
+      loss.backward();
+      want_loss.backward();
+      auto plain_params = plain->named_parameters();
+      auto params = model->named_parameters();
+      const auto relative_error = [](const torch::Tensor& got, const torch::Tensor& want) {
+        return (got - want).abs().max().item<double>() / want.abs().max().item<double>();
+      };
+      // W' = diag(m / n) V, V = W + s B A, n constant: dL/dV = diag(m / n) G, G = dL/dW' of the plain
+      // model; dL/dB = s dL/dV A^T, dL/dA = s B^T dL/dV, dL/dm = rowsum(G * V) / n.
+      for (const auto& [path, lora] : lora_adapters(*model)) {
+        CATCH_INFO(path);
+        torch::NoGradGuard no_grad;
+        const torch::Tensor g = plain_params[path + ".weight"].grad();
+        const torch::Tensor v = params[path + ".weight"] + lora->b.mm(lora->a) * lora->scale();
+        const torch::Tensor n = v.norm(2, {1});
+        const torch::Tensor dv = (lora->magnitude / n).unsqueeze(1) * g;
+        CATCH_CHECK(relative_error(lora->b.grad(), lora->scale() * dv.mm(lora->a.t())) < 1e-10);
+        CATCH_CHECK(relative_error(lora->a.grad(), lora->scale() * lora->b.t().mm(dv)) < 1e-10);
+        CATCH_CHECK(relative_error(lora->magnitude.grad(), (g * v).sum(1) / n) < 1e-10);
+      }
+    }
   }
 }

@@ -5,9 +5,12 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/forensics_bundle.h"
 #include "config/config_io.h"
 #include "core/errors.h"
 #include "io/gguf_file.h"
@@ -16,6 +19,7 @@
 #include "support/byte_docs.h"
 #include "support/cli.h"
 #include "support/scratch_dir.h"
+#include "train/replay.h"
 
 using namespace causal;
 namespace fs = std::filesystem;
@@ -44,12 +48,13 @@ RunConfig lora_text_config(const fs::path& dir, int64_t steps, int64_t rank) {
 }
 
 TrainOutcome lora_run(const RunConfig& config, const fs::path& dir, const std::string& resume,
-                      int64_t stop_at = 0) {
+                      int64_t stop_at = 0, const std::string& fault = "") {
   TrainRequest request;
   request.start.run_dir = dir.string();
   request.start.resume = resume;
   request.print_table = false;
   request.stop_at_step = stop_at;
+  request.inject_fault = fault;
   return train_run(config, request);
 }
 
@@ -128,4 +133,86 @@ CATCH_TEST_CASE("lora run: adapter checkpoints name their base, resume bit for b
   fs::copy(root / "base2" / "checkpoints" / "step_00000006", base, fs::copy_options::recursive);
   CATCH_CHECK_THROWS_WITH(lora_run(lora_text_config(root, 16, 4), root / "straight", "auto"),
                           Catch::Contains("has changed since the adapters were trained"));
+}
+
+CATCH_TEST_CASE("lora run: a forensics bundle holds the adapters alone, names the base and replays the step",
+                "[e2e][lora]") {
+  const testing::ScratchDir scratch("lora_forensics");
+  const fs::path root = scratch.path;
+  lora_run(lora_text_config(root, 4, 0), root / "base", "never");
+  const fs::path base = root / "base" / "checkpoints" / checkpoint_name(4);
+  std::string message;
+  try {
+    lora_run(lora_text_config(root, 8, 4), root / "tuned", (root / "base").string(), 0,
+             "activation:blocks.0.ffn@7");
+  } catch (const NonFiniteError& e) {
+    message = e.what();
+  }
+  CATCH_REQUIRE_THAT(message, Catch::Contains("blocks.0.ffn"));
+  const fs::path bundle = root / "tuned" / "forensics" / checkpoint_name(7);
+  CATCH_CHECK_FALSE(fs::exists(bundle / "model.safetensors"));
+  // The adapters as step 7 started: those of a run on the same base stopped after step 6.
+  lora_run(lora_text_config(root, 8, 4), root / "reference", (root / "base").string(), 6);
+  const NamedTensors held = load_safetensors((bundle / "adapter.safetensors").string());
+  const NamedTensors step2 = load_safetensors(
+      (root / "reference" / "checkpoints" / checkpoint_name(6) / "adapter.safetensors").string());
+  CATCH_REQUIRE(held.size() == step2.size());
+  for (size_t i = 0; i < held.size(); ++i) {
+    CATCH_CHECK(held[i].first == step2[i].first);
+    CATCH_CHECK(torch::equal(held[i].second, step2[i].second));
+  }
+  const ForensicsBundle read = read_forensics(bundle);
+  CATCH_REQUIRE(read.base.has_value());
+  CATCH_CHECK(fs::equivalent(read.base->dir, base));
+  const ReplayResult replay = replay_step(bundle);
+  CATCH_CHECK_FALSE(replay.outcome.finite);
+  CATCH_CHECK_THAT(message, Catch::Contains(replay.outcome.nonfinite_cause));
+
+  // A base changed under the bundle is refused by name, as for a checkpoint.
+  fs::remove_all(base);
+  CATCH_CHECK_THROWS_WITH(replay_step(bundle), Catch::Contains("is gone"));
+}
+
+CATCH_TEST_CASE("lora run: DoRA trains its magnitudes, resumes bit for bit, and exports where they can go",
+                "[e2e][lora]") {
+  const testing::ScratchDir scratch("lora_dora");
+  const fs::path root = scratch.path;
+  lora_run(lora_text_config(root, 4, 0), root / "base", "never");
+  RunConfig dora = lora_text_config(root, 10, 4);
+  dora.train.lora.dora = true;
+  lora_run(dora, root / "straight", (root / "base").string());
+  lora_run(dora, root / "stopped", (root / "base").string(), 7);
+  lora_run(dora, root / "stopped", "auto");
+  const fs::path a = root / "straight" / "checkpoints" / checkpoint_name(10);
+  const NamedTensors straight = load_safetensors((a / "adapter.safetensors").string());
+  const NamedTensors resumed = load_safetensors(
+      (root / "stopped" / "checkpoints" / checkpoint_name(10) / "adapter.safetensors").string());
+  CATCH_REQUIRE(straight.size() == resumed.size());
+  CATCH_CHECK(straight.size() == 3 * (2 * 3 + 1));  // a, b and magnitude of q, v, down (2 blocks) and head
+  for (size_t i = 0; i < straight.size(); ++i) {
+    CATCH_CHECK(straight[i].first == resumed[i].first);
+    CATCH_CHECK(torch::equal(straight[i].second, resumed[i].second));
+  }
+  // The magnitudes train: q's of block 0 is no longer its base row norms.
+  const NamedTensors base =
+      load_safetensors((root / "base" / "checkpoints" / checkpoint_name(4) / "model.safetensors").string());
+  at::Tensor q_weight, q_magnitude;
+  for (const auto& [name, t] : base)
+    if (name == "blocks.0.attn.q_proj.weight") q_weight = t;
+  for (const auto& [name, t] : straight)
+    if (name == "blocks.0.attn.q_proj.lora.magnitude") q_magnitude = t;
+  CATCH_REQUIRE(q_weight.defined());
+  CATCH_CHECK_FALSE(torch::allclose(q_magnitude, q_weight.norm(2, {1})));
+
+  const auto exported = [&](const std::string& args) {
+    return testing::run_causal("export --checkpoint " + a.string() + " " + args);
+  };
+  const testing::Result gguf = exported("--format gguf-lora --out " + (root / "a.gguf").string());
+  CATCH_CHECK(gguf.code == 2);
+  CATCH_CHECK_THAT(gguf.err, Catch::Contains("DoRA") && Catch::Contains("--merge"));
+  CATCH_CHECK_FALSE(fs::exists(root / "a.gguf"));
+  CATCH_CHECK(exported("--format peft --out " + (root / "peft").string()).code == 0);
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(root / "peft" / "adapter_config.json"));
+  CATCH_CHECK(config.at("use_dora") == true);
+  CATCH_CHECK(exported("--merge --format gguf --out " + (root / "merged.gguf").string()).code == 0);
 }
