@@ -31,6 +31,8 @@ void DataParallel::before_last_backward() {
 
 size_t DataParallel::bucket_count() const { return reducer_ ? reducer_->bucket_count() : 0; }
 
+int64_t DataParallel::reduced_elements() const { return reducer_ ? reducer_->element_count() : 0; }
+
 bool DataParallel::all_finite(const std::vector<at::Tensor>& gradients) {
   for (const at::Tensor& g : gradients)
     if (!at::isfinite(g).all().item<bool>()) return false;

@@ -46,6 +46,7 @@ class DataParallel {
   GradientSumResult sum_gradients(double loss, bool local_finite, const std::string& local_cause,
                                   int64_t step, bool edited_after_backward);
   size_t bucket_count() const;
+  int64_t reduced_elements() const;  // gradient values all-reduced per step (GradientReducer::element_count)
   // Whether `gradients` are all finite, checked on this rank alone (before the sum).
   static bool all_finite(const std::vector<at::Tensor>& gradients);
 

@@ -103,4 +103,10 @@ void GradientReducer::finish(bool repack, const std::string& what) {
   reset();
 }
 
+int64_t GradientReducer::element_count() const {
+  int64_t n = 0;
+  for (const Bucket& b : buckets_) n += b.flat.numel();
+  return n;
+}
+
 }  // namespace causal

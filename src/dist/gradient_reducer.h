@@ -34,6 +34,8 @@ class GradientReducer {
   void finish(bool repack, const std::string& what);
 
   size_t bucket_count() const { return buckets_.size(); }
+  // Gradient values summed per step: the parameters' elements (an adapter run's adapters alone).
+  int64_t element_count() const;
   // How many buckets the last backward pass started before it ended: the overlapped ones.
   int64_t started_during_backward() const { return started_during_backward_; }
 

@@ -255,9 +255,10 @@ class TrainJob {
     ranks_.parallel()->take_seconds();  // set-up, not the first step's all-reduce
     log.info(
         "data-parallel: rank {} of {} ({}), {} rows of each micro-batch of {}, {} gradient buckets "
-        "(dist.bucket_mb {}) all-reduced as backward completes them",
+        "(dist.bucket_mb {}) of {} values in all, all-reduced as backward completes them",
         ranks_.rank(), ranks_.world_size(), ranks_.backend(), config_.train.batch_size / ranks_.world_size(),
-        config_.train.batch_size, ranks_.parallel()->bucket_count(), config_.dist.bucket_mb);
+        config_.train.batch_size, ranks_.parallel()->bucket_count(), config_.dist.bucket_mb,
+        ranks_.parallel()->reduced_elements());
     return resumed;
   }
 
