@@ -58,6 +58,9 @@ struct LoraConfig {
   bool rslora = false;  // rank-stabilised scale alpha / sqrt(r)
   // "kaiming": A kaiming-uniform (a = sqrt(5)), as PEFT's default | "gaussian": A normal(0, 1/r); B zero
   LoraInit init = LoraInit::kKaiming;
+  // how the frozen base's product weights are held (docs/finetune.md#base-dtypes): "f32" | "bf16" |
+  // ggml blocks "q8_0", "q4_0", "q4_1", "q4_k", each dequantized a tile of rows at a time in the product
+  BaseDtype base_dtype = BaseDtype::kF32;
 
   bool enabled() const { return rank > 0; }
 
@@ -69,6 +72,7 @@ struct LoraConfig {
     v.field("targets", targets);
     v.field("rslora", rslora);
     v.field("init", init);
+    v.field("base_dtype", base_dtype);
   }
 };
 
