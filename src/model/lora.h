@@ -59,9 +59,19 @@ std::string lora_target_of(const std::string& product_path);
 // the adapted products' paths. Throws std::invalid_argument (c10::Error) when no product is targeted.
 std::vector<std::string> attach_lora(TransformerImpl& model, const LoraConfig& config);
 
-// Every parameter of `model` but the adapters', by name, with each adapted product's weight replaced by
-// its adapter folded in (LinearAdapterImpl::merged): the plain model that computes what base + adapters do
-// (up to rounding, and with adapter dropout off). Detached.
+// Holds every frozen product weight of `model` (each Linear's weight; an adapter's are no product) in
+// `dtype` from now on (LinearImpl::hold_weight), quantizing the values they have: called once the base's
+// weights are loaded. Embeddings (and so a tied head), norms and biases stay float32: a lookup reads a
+// few rows, and they are small. "f32" changes nothing.
+void hold_base_weights(torch::nn::Module& model, BaseDtype dtype);
+
+// Every parameter of `model` but the adapters', by name, float32: a held weight dequantized (the values
+// the adapters trained over). Detached.
+std::map<std::string, at::Tensor> dense_parameters(torch::nn::Module& model);
+
+// dense_parameters() with each adapted product's weight replaced by its adapter folded in
+// (LinearAdapterImpl::merged): the plain model that computes what base + adapters do (up to rounding, and
+// with adapter dropout off). Detached.
 std::map<std::string, at::Tensor> folded_parameters(torch::nn::Module& model);
 
 // Each adapted product's LoRA adapter of `model`, by the product's path ("blocks.0.attn.q_proj").

@@ -31,7 +31,12 @@ ReplayResult replay_step(const std::filesystem::path& bundle_dir) {
 
   Transformer model(config.model);
   // A bundle keeps every parameter, an adapter run's adapters with its base.
-  if (config.train.lora.enabled()) attach_lora(*model, config.train.lora);
+  if (config.train.lora.enabled()) {
+    attach_lora(*model, config.train.lora);
+    // The bundle keeps a held base as held (bfloat16, or blocks): the model holds its weights so too
+    // before they are read in, bit for bit what the step computed with.
+    hold_base_weights(*model, config.train.lora.base_dtype);
+  }
   load_model_weights(bundle_dir, *model);
   model->to(device);
   model->train();
