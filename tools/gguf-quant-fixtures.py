@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes tests/io/fixtures/gguf_quants/: blocks of each quantized GGUF type causal reads, with gguf-py's
-float32 values for them, and float32 rows with gguf-py's Q8_0 bytes for them. tests/io/test_gguf_quants.cpp
-holds causal's decoders and encoder to these bit for bit.
+float32 values for them, and float32 rows with gguf-py's Q8_0, Q4_0 and Q4_1 bytes for them.
+tests/io/test_gguf_quants.cpp holds causal's decoders and encoders to these bit for bit.
 
 Usage: PYTHONPATH=<site with gguf 0.17.1 and numpy> tools/gguf-quant-fixtures.py [OUT_DIR]
 
 Per type NAME (lower case): NAME.blocks (the raw blocks) and NAME.f32 (gguf.quants.dequantize's float32,
-little-endian); q8_0_quantize.f32 (rows of 64 values) and q8_0_quantize.blocks (gguf.quants.quantize's
-bytes). The blocks are random bytes with edge values written over some of them: zero, negative, subnormal,
+little-endian); q8_0_quantize.f32 (rows of 64 values) and q8_0_quantize.blocks, q4_0_quantize.blocks and
+q4_1_quantize.blocks (gguf.quants.quantize's bytes for those rows). The blocks are random bytes with edge values written over some of them: zero, negative, subnormal,
 the largest, infinite and NaN float16 scales, quants all zero and all ones, so every path of a decoder runs.
 Deterministic (fixed seed): running it again rewrites the same bytes.
 """
@@ -95,6 +95,9 @@ def main():
         x = q8_0_inputs(rng)
         x.tofile(os.path.join(out, "q8_0_quantize.f32"))
         quantize(x, T.Q8_0).tofile(os.path.join(out, "q8_0_quantize.blocks"))
+        # The same rows as Q4_0 and Q4_1 blocks (train.lora.base_dtype quantizes a base so).
+        for qtype in (T.Q4_0, T.Q4_1):
+            quantize(x, qtype).tofile(os.path.join(out, qtype.name.lower() + "_quantize.blocks"))
     total = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
     print(f"wrote {len(cases)} types and the Q8_0 rows to {out} ({total} bytes)")
 

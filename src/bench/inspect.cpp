@@ -187,6 +187,14 @@ std::string format_inspect(const InspectReport& r) {
                    kLabel)
       << pad_left("bytes", kNumber) << "\n";
   row("parameters", with_commas(mem.parameters), human_bytes(mem.parameters));
+  if (p.held > 0) {
+    // A held base: its product weights at train.lora.base_dtype's bytes each, the rest at the dtype's.
+    const double each = base_dtype_bytes(r.lora.base_dtype);
+    const auto bytes = static_cast<int64_t>(static_cast<double>(p.held) * each);
+    row("of which frozen weights in " + to_string(r.lora.base_dtype) + " (" + fmt::format("{:g}", each) +
+            " B each)",
+        with_commas(bytes), human_bytes(bytes));
+  }
   row("gradients (trainable)", with_commas(mem.gradients), human_bytes(mem.gradients));
   row("AdamW moments (2 x fp32, trainable)", with_commas(mem.optimizer), human_bytes(mem.optimizer));
   row("KV cache (2 B L T Hkv dk bytes)", with_commas(mem.kv_cache), human_bytes(mem.kv_cache));
@@ -225,7 +233,12 @@ nlohmann::json inspect_to_json(const InspectReport& r) {
                      {"matmul", p.matmul},
                      {"adapters", p.adapters},
                      {"trainable", p.trainable}};
-  if (r.lora.rank > 0) j["lora"] = {{"rank", r.lora.rank}, {"targets", r.lora.targets}};
+  if (r.lora.rank > 0)
+    j["lora"] = {{"rank", r.lora.rank},
+                 {"targets", r.lora.targets},
+                 {"base_dtype", to_string(r.lora.base_dtype)},
+                 {"held", p.held},
+                 {"base_dtype_bytes", base_dtype_bytes(r.lora.base_dtype)}};
   j["flops_per_token"] = {{"attention_projections_per_block", f.attention_projections},
                           {"attention_scores_per_block", f.attention_scores},
                           {"attention_scores_causal_per_block", f.attention_scores_causal},

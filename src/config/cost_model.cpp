@@ -107,6 +107,10 @@ CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, i
   const double trainable = lora.rank > 0 ? adapters : total;
   put(p.adapters, adapters);
   put(p.trainable, trainable);
+  // What train.lora.base_dtype holds: every product weight but a tied head's (the embedding).
+  const bool holds = lora.rank > 0 && lora.base_dtype != BaseDtype::kF32;
+  const double held = holds ? layers * (attention_weights + ffn_weights) + (m.tie_embeddings ? 0 : d * v) : 0;
+  put(p.held, held);
 
   // FLOPs per token. Scores QK^T and the weighted sum PV: 2 FLOPs x T keys x D (= Hq*dk) each; position i
   // (0-based) of a causal pass sees i+1 keys, (T+1)/2 on average.
@@ -132,13 +136,14 @@ CostFigures cost_figures(const ModelConfig& m, int64_t context, int64_t batch, i
   const double kv_cache =
       kv_cache_bytes(batch, m.n_layers, context, m.n_kv_heads, m.head_dim(), bytes_per_element);
   mem.bytes_per_element = bytes_per_element;
-  put(mem.parameters, (total + adapters) * e);
+  const double parameter_bytes = (total - held + adapters) * e + held * base_dtype_bytes(lora.base_dtype);
+  put(mem.parameters, parameter_bytes);
   put(mem.gradients, trainable * e);
   put(mem.optimizer, trainable * 2 * 4);
   put(mem.kv_cache, kv_cache);
   put(mem.activations, activation_bytes(m, batch, context, bytes_per_element, lora));
-  put(mem.training, (total + adapters) * e + trainable * (e + 8));
-  put(mem.inference, (total + adapters) * e + kv_cache);
+  put(mem.training, parameter_bytes + trainable * (e + 8));
+  put(mem.inference, parameter_bytes + kv_cache);
 
   out.cost.batch = batch;
   put(out.cost.scaling.compute_optimal_tokens, 20 * total);
@@ -153,6 +158,37 @@ double kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv
   return 2 * static_cast<double>(batch) * static_cast<double>(layers) * static_cast<double>(context) *
          static_cast<double>(kv_heads) * static_cast<double>(head_dim) *
          static_cast<double>(bytes_per_element);
+}
+
+double base_dtype_bytes(BaseDtype dtype) {
+  switch (dtype) {
+    case BaseDtype::kF32:
+      return 4;
+    case BaseDtype::kBf16:
+      return 2;
+    case BaseDtype::kQ8_0:
+      return 34.0 / 32;  // float16 d + 32 int8
+    case BaseDtype::kQ4_0:
+      return 18.0 / 32;  // float16 d + 32 nibbles
+    case BaseDtype::kQ4_1:
+      return 20.0 / 32;  // float16 d and m + 32 nibbles
+    case BaseDtype::kQ4_K:
+      return 144.0 / 256;  // float16 d and dmin, 12 bytes of 6-bit scales and mins, 256 nibbles
+  }
+  return 4;
+}
+
+int64_t base_dtype_block(BaseDtype dtype) {
+  switch (dtype) {
+    case BaseDtype::kQ8_0:
+    case BaseDtype::kQ4_0:
+    case BaseDtype::kQ4_1:
+      return 32;
+    case BaseDtype::kQ4_K:
+      return 256;
+    default:
+      return 1;
+  }
 }
 
 int64_t lora_parameters(const ModelConfig& m, const LoraConfig& lora) {
@@ -179,7 +215,11 @@ double activation_bytes(const ModelConfig& m, int64_t batch, int64_t context, in
                                                dora * adapted.per_block_out) +
             r * adapted.head_count + dropped * adapted.head_in + dora * adapted.head_out) +
       adapted.head_count * 2 * d * static_cast<double>(m.output_vocab);
-  return (static_cast<double>(m.n_layers) * per_block + outside_blocks + adapters) *
+  // A held untied head (train.lora.base_dtype) enters the chunked loss dequantized whole, (V, D) float32
+  // for the loss's length; a held product's tile, (256, in) float32, is noise beside it.
+  const bool held_head = lora.rank > 0 && lora.base_dtype != BaseDtype::kF32 && !m.tie_embeddings;
+  const double dequantized_head = held_head ? d * static_cast<double>(m.output_vocab) : 0;
+  return (static_cast<double>(m.n_layers) * per_block + outside_blocks + adapters + dequantized_head) *
          static_cast<double>(bytes_per_element);
 }
 

@@ -27,6 +27,9 @@ struct ParameterCounts {
   // LoRA (train.lora.rank r > 0): r (in + out) per adapted product, on top of `total`; 0 without.
   int64_t adapters = 0;
   int64_t trainable = 0;  // what gets gradients and AdamW state: `adapters` with LoRA, else `total`
+  // LoRA's frozen product weights (block projections, an untied head) that train.lora.base_dtype holds in
+  // less than float32; 0 without LoRA or with "f32". Embeddings, norms and biases stay float32.
+  int64_t held = 0;
 };
 
 // Multiply-adds count as two FLOPs. "causal" variants count only the keys a causal pass computes.
@@ -51,13 +54,14 @@ struct FlopsPerToken {
 // run's metrics log the measured peak).
 struct MemoryPlan {
   int64_t bytes_per_element = 0;  // of parameters, gradients and the KV cache
-  int64_t parameters = 0;         // (total + adapters) parameters * bytes_per_element
-  int64_t gradients = 0;          // one gradient per trainable parameter, same dtype
-  int64_t optimizer = 0;          // AdamW: two fp32 moments per trainable parameter (8 bytes)
-  int64_t kv_cache = 0;           // kv_cache_bytes(B, L, T, Hkv, dk, bytes_per_element)
-  int64_t activations = 0;        // activation_bytes(model, B, T, bytes_per_element)
-  int64_t training = 0;           // parameters + gradients + optimizer
-  int64_t inference = 0;          // parameters + kv_cache
+  // (total - held + adapters) * bytes_per_element + held * base_dtype_bytes(train.lora.base_dtype)
+  int64_t parameters = 0;
+  int64_t gradients = 0;    // one gradient per trainable parameter, same dtype
+  int64_t optimizer = 0;    // AdamW: two fp32 moments per trainable parameter (8 bytes)
+  int64_t kv_cache = 0;     // kv_cache_bytes(B, L, T, Hkv, dk, bytes_per_element)
+  int64_t activations = 0;  // activation_bytes(model, B, T, bytes_per_element)
+  int64_t training = 0;     // parameters + gradients + optimizer
+  int64_t inference = 0;    // parameters + kv_cache
 };
 
 // Rough compute-optimal sizing (Chinchilla, docs/background.md#compute-optimal-sizing): D ~ 20 N tokens, C ~
@@ -92,6 +96,13 @@ double kv_cache_bytes(int64_t batch, int64_t layers, int64_t context, int64_t kv
 // an adapted head its folded (V, D) weight and that weight's gradient.
 double activation_bytes(const ModelConfig& resolved, int64_t batch, int64_t context,
                         int64_t bytes_per_element, const LoraConfig& lora = {});
+
+// Bytes per weight that train.lora.base_dtype holds a frozen product weight in: f32 4, bf16 2, and ggml's
+// block bytes over block elements: q8_0 34/32, q4_0 18/32, q4_1 20/32, q4_k 144/256.
+double base_dtype_bytes(BaseDtype dtype);
+// Elements per block of `dtype` (1 for f32 and bf16): a held weight's rows (of d_model or ffn_hidden
+// values) are whole blocks.
+int64_t base_dtype_block(BaseDtype dtype);
 
 // The LoRA parameters train.lora adds to `resolved`: r (in + out) for every targeted product (q D -> Hq*dk,
 // k and v D -> Hkv*dk, o Hq*dk -> D, gate and up D -> F, down F -> D, head D -> V; gate only in a SwiGLU

@@ -17,6 +17,7 @@ enum class AutocastKind { kOff, kBf16 };
 enum class ModelKernels { kAuto, kAten };
 enum class WeightShadows { kAuto, kOn, kOff };
 enum class LoraInit { kKaiming, kGaussian };
+enum class BaseDtype { kF32, kBf16, kQ8_0, kQ4_0, kQ4_1, kQ4_K };
 enum class DataKind { kRetrieval, kText };
 enum class EvidencePosition { kUniform, kFixed };
 enum class QueryMode { kUnique, kLatest };
@@ -61,6 +62,8 @@ CAUSAL_ENUM_TABLE(ModelKernels, {ModelKernels::kAuto, "auto"}, {ModelKernels::kA
 CAUSAL_ENUM_TABLE(WeightShadows, {WeightShadows::kAuto, "auto"}, {WeightShadows::kOn, "on"},
                   {WeightShadows::kOff, "off"})
 CAUSAL_ENUM_TABLE(LoraInit, {LoraInit::kKaiming, "kaiming"}, {LoraInit::kGaussian, "gaussian"})
+CAUSAL_ENUM_TABLE(BaseDtype, {BaseDtype::kF32, "f32"}, {BaseDtype::kBf16, "bf16"}, {BaseDtype::kQ8_0, "q8_0"},
+                  {BaseDtype::kQ4_0, "q4_0"}, {BaseDtype::kQ4_1, "q4_1"}, {BaseDtype::kQ4_K, "q4_k"})
 CAUSAL_ENUM_TABLE(DataKind, {DataKind::kRetrieval, "retrieval"}, {DataKind::kText, "text"})
 CAUSAL_ENUM_TABLE(EvidencePosition, {EvidencePosition::kUniform, "uniform"},
                   {EvidencePosition::kFixed, "fixed"})

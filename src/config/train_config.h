@@ -60,6 +60,9 @@ struct LoraConfig {
   LoraInit init = LoraInit::kKaiming;
   // DoRA: each adapted product also trains a magnitude per output row (docs/finetune.md#dora)
   bool dora = false;
+  // how the frozen base's product weights are held (docs/finetune.md#base-dtypes): "f32" | "bf16" |
+  // ggml blocks "q8_0", "q4_0", "q4_1", "q4_k", each dequantized a tile of rows at a time in the product
+  BaseDtype base_dtype = BaseDtype::kF32;
 
   bool enabled() const { return rank > 0; }
 
@@ -72,6 +75,7 @@ struct LoraConfig {
     v.field("rslora", rslora);
     v.field("init", init);
     v.field("dora", dora);
+    v.field("base_dtype", base_dtype);
   }
 };
 

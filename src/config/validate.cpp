@@ -393,7 +393,14 @@ void validate_eval_tasks(const RunConfig& c, const Checker& check) {
 void validate_lora(const RunConfig& c, const Checker& check) {
   const LoraConfig& l = c.train.lora;
   check.at_least("train.lora.rank", l.rank, 0, " (0 = no adapters)");
-  if (!l.enabled()) return;
+  if (!l.enabled()) {
+    if (l.base_dtype != BaseDtype::kF32)
+      check.fail("train.lora.base_dtype",
+                 "\"" + to_string(l.base_dtype) +
+                     "\" needs train.lora.rank > 0: only a frozen base is held in another dtype, and with "
+                     "rank 0 every weight trains in float32");
+    return;
+  }
   check.positive("train.lora.alpha", l.alpha);
   check.in_range("train.lora.dropout", l.dropout, 0.0, true, 1.0, false);
   if (l.targets.empty()) check.fail("train.lora.targets", "must name at least one product");
@@ -411,6 +418,17 @@ void validate_lora(const RunConfig& c, const Checker& check) {
       check.fail(path,
                  "\"head\" needs an untied output head: with model.tie_embeddings the head is the "
                  "input embedding, which has no product to adapt");
+  }
+  const int64_t block = base_dtype_block(l.base_dtype);
+  for (const auto& [key, width] : {std::pair<const char*, int64_t>{"model.d_model", c.model.d_model},
+                                   std::pair<const char*, int64_t>{"model.ffn_hidden", c.model.ffn_hidden}}) {
+    if (block > 1 && width > 0 && width % block != 0)
+      check.fail("train.lora.base_dtype",
+                 "\"" + to_string(l.base_dtype) + "\" holds each weight row as whole " + str(block) +
+                     "-element blocks, and rows here have " + key + " " + str(width) +
+                     " values, not a multiple of " + str(block) +
+                     (block == 256 ? ": take \"q4_0\", \"q4_1\" or \"q8_0\" (32-element blocks)" : "") +
+                     " or \"bf16\"");
   }
   if (c.model.ffn != FfnKind::kSwiglu && seen.size() == 1 && seen.count("gate"))
     check.fail("train.lora.targets", "\"gate\" is SwiGLU's gate_proj; model.ffn \"" + to_string(c.model.ffn) +

@@ -43,8 +43,7 @@ InteropModel load_export_source(const std::string& run_dir, const std::string& r
     // A merged export is a whole model, as if fully fine-tuned: its config no longer names adapters.
     if (out.config.contains("train")) out.config["train"].erase("lora");
   } else {
-    for (const auto& item : loaded.model->named_parameters())
-      if (!is_adapter_parameter(item.key())) out.tensors[item.key()] = cpu(item.value());
+    for (const auto& [name, tensor] : dense_parameters(*loaded.model)) out.tensors[name] = cpu(tensor);
     for (const auto& [path, lora] : lora_adapters(*loaded.model))
       out.adapters[path] = {cpu(lora->a), cpu(lora->b),
                             lora->magnitude.defined() ? cpu(lora->magnitude) : torch::Tensor()};

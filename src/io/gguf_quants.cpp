@@ -189,6 +189,122 @@ static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(Bloc
                   sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210,
               "K-quant blocks as ggml lays them out");
 
+// Refuses what no block holds: a length that is not whole blocks, or a value that is not finite.
+void check_quantizable(const char* type, int elements, const float* x, int64_t n_elements) {
+  if (n_elements < 0 || n_elements % elements != 0)
+    throw DataError(std::string("[gguf] ") + type + " quantization of " + std::to_string(n_elements) +
+                    " values: expected a multiple of " + std::to_string(elements) +
+                    " (rows of whole blocks)");
+  for (int64_t i = 0; i < n_elements; ++i)
+    if (!std::isfinite(x[i]))
+      throw DataError(std::string("[gguf] ") + type + " quantization: value " + std::to_string(i) + " is " +
+                      std::to_string(x[i]) + "; expected finite values");
+}
+
+// A float32 rounded here, on its own: kept from fusing into a multiply-add with what follows, which
+// would round once where gguf-py rounds twice.
+float rounded(float v) {
+  volatile float r = v;
+  return r;
+}
+
+// Elements l and l + 16 of a 32-element block share byte l: low nibble, high nibble.
+void pack_nibbles(const uint8_t* q, uint8_t* qs) {
+  for (int l = 0; l < 16; ++l) qs[l] = static_cast<uint8_t>(q[l] | (q[l + 16] << 4));
+}
+
+// numpy's float -> uint8 cast then clip(0, 15) of a value trunc() made whole; a non-finite one (a 1/d that
+// overflowed) becomes 0, as the cast does on x86.
+uint8_t nibble_of(float whole) {
+  if (!std::isfinite(whole)) return 0;
+  return static_cast<uint8_t>(std::clamp(whole, 0.0f, 15.0f));
+}
+
+// gguf-py's Q4_0.quantize_blocks: d = (the value of largest magnitude, the first of ties) / -8, q =
+// trunc(x / d + 8.5) computed in float64 and cast to float32, clipped to 15.
+void quantize_q4_0_block(const float* v, uint8_t* out) {
+  float max = 0.0f, amax = 0.0f;
+  for (int l = 0; l < 32; ++l)
+    if (std::fabs(v[l]) > amax) {
+      amax = std::fabs(v[l]);
+      max = v[l];
+    }
+  const float d = max / -8.0f;
+  const float id = d == 0.0f ? 0.0f : 1.0f / d;
+  uint8_t q[32];
+  for (int l = 0; l < 32; ++l) {
+    const auto scaled = static_cast<float>(static_cast<double>(v[l]) * static_cast<double>(id) + 8.5);
+    q[l] = nibble_of(std::trunc(scaled));
+  }
+  BlockQ4_0 b;
+  b.d = gguf_f32_to_f16(d);
+  pack_nibbles(q, b.qs);
+  std::memcpy(out, &b, sizeof(b));
+}
+
+// gguf-py's Q4_1.quantize_blocks: d = (max - min) / 15, m = min, q = trunc((x - min) / d + 0.5), each
+// step rounded in float32.
+void quantize_q4_1_block(const float* v, uint8_t* out) {
+  const float max = *std::max_element(v, v + 32);
+  const float min = *std::min_element(v, v + 32);
+  const float d = rounded(max - min) / 15.0f;
+  const float id = d == 0.0f ? 0.0f : 1.0f / d;
+  uint8_t q[32];
+  for (int l = 0; l < 32; ++l) q[l] = nibble_of(std::trunc(rounded(rounded(v[l] - min) * id) + 0.5f));
+  BlockQ4_1 b;
+  b.d = gguf_f32_to_f16(d);
+  b.m = gguf_f32_to_f16(min);
+  pack_nibbles(q, b.qs);
+  std::memcpy(out, &b, sizeof(b));
+}
+
+// causal's Q4_K fit (see gguf_quantize): sub-block j of 32 spans [lo_j, hi_j] with lo_j = min(0, its
+// least value); its scale (hi_j - lo_j) / 15 and its min -lo_j become 6-bit multiples of the block's d
+// and dmin (the largest over 63, in float16), rounded up so that the range stays covered; each value
+// then takes the nearest of its sub-block's 16 levels.
+void quantize_q4_k_block(const float* v, uint8_t* out) {
+  float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    const float* sub = v + 32 * j;
+    const float lo = std::min(0.0f, *std::min_element(sub, sub + 32));
+    const float hi = *std::max_element(sub, sub + 32);
+    scale[j] = (hi - lo) / 15.0f;
+    min[j] = -lo;
+    max_scale = std::max(max_scale, scale[j]);
+    max_min = std::max(max_min, min[j]);
+  }
+  BlockQ4_K b;
+  b.d = gguf_f32_to_f16(max_scale / 63.0f);
+  b.dmin = gguf_f32_to_f16(max_min / 63.0f);
+  const float d = gguf_f16_to_f32(b.d), dmin = gguf_f16_to_f32(b.dmin);
+  const auto sixbit = [](float value, float unit) {
+    return unit > 0.0f ? static_cast<int>(std::min(63.0f, std::ceil(value / unit))) : 0;
+  };
+  int sc[8], mn[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = sixbit(scale[j], d);
+    mn[j] = sixbit(min[j], dmin);
+  }
+  // The inverse of the decoder's scale_min_k4: sub-blocks 0-3 in the low 6 bits of bytes 0-7, 4-7 split
+  // into low nibbles (bytes 8-11) and the top 2 bits of bytes 0-7.
+  for (int k = 0; k < 4; ++k) {
+    b.scales[k] = static_cast<uint8_t>(sc[k] | ((sc[k + 4] >> 4) << 6));
+    b.scales[k + 4] = static_cast<uint8_t>(mn[k] | ((mn[k + 4] >> 4) << 6));
+    b.scales[k + 8] = static_cast<uint8_t>((sc[k + 4] & 0x0F) | ((mn[k + 4] & 0x0F) << 4));
+  }
+  std::memset(b.qs, 0, sizeof(b.qs));
+  for (int j = 0; j < 8; ++j) {
+    const float dj = d * static_cast<float>(sc[j]);
+    const float mj = dmin * static_cast<float>(mn[j]);
+    for (int l = 0; l < 32; ++l) {
+      const float level = dj > 0.0f ? std::nearbyint((v[32 * j + l] + mj) / dj) : 0.0f;
+      const int q = static_cast<int>(std::clamp(level, 0.0f, 15.0f));
+      b.qs[32 * (j / 2) + l] |= static_cast<uint8_t>(q << (4 * (j % 2)));
+    }
+  }
+  std::memcpy(out, &b, sizeof(b));
+}
+
 }  // namespace
 
 float gguf_f16_to_f32(uint16_t h) {
@@ -252,13 +368,7 @@ void gguf_dequantize(GgufTensorType type, const uint8_t* data, int64_t n_element
 }
 
 std::string gguf_quantize_q8_0(const float* x, int64_t n_elements) {
-  if (n_elements < 0 || n_elements % BlockQ8_0::kElements != 0)
-    throw DataError("[gguf] Q8_0 quantization of " + std::to_string(n_elements) +
-                    " values: expected a multiple of 32 (rows of whole blocks)");
-  for (int64_t i = 0; i < n_elements; ++i)
-    if (!std::isfinite(x[i]))
-      throw DataError("[gguf] Q8_0 quantization: value " + std::to_string(i) + " is " + std::to_string(x[i]) +
-                      "; expected finite values");
+  check_quantizable("Q8_0", BlockQ8_0::kElements, x, n_elements);
   const int64_t blocks = n_elements / BlockQ8_0::kElements;
   std::string bytes(static_cast<size_t>(blocks) * sizeof(BlockQ8_0), '\0');
   for (int64_t i = 0; i < blocks; ++i) {
@@ -287,6 +397,36 @@ std::string gguf_quantize_q8_0(const float* x, int64_t n_elements) {
     }
     std::memcpy(&bytes[static_cast<size_t>(i) * sizeof(BlockQ8_0)], &b, sizeof(BlockQ8_0));
   }
+  return bytes;
+}
+
+std::string gguf_quantize(GgufTensorType type, const float* x, int64_t n_elements) {
+  using Quantize = void (*)(const float*, uint8_t*);
+  Quantize quantize = nullptr;
+  switch (type) {
+    case GgufTensorType::kQ8_0:
+      return gguf_quantize_q8_0(x, n_elements);
+    case GgufTensorType::kQ4_0:
+      quantize = quantize_q4_0_block;
+      break;
+    case GgufTensorType::kQ4_1:
+      quantize = quantize_q4_1_block;
+      break;
+    case GgufTensorType::kQ4_K:
+      quantize = quantize_q4_k_block;
+      break;
+    default:
+      throw DataError("[gguf] no quantizer for " + gguf_type_name(static_cast<uint32_t>(type)) +
+                      "; expected Q8_0, Q4_0, Q4_1 or Q4_K");
+  }
+  const GgufBlockSize block = gguf_block_size(type);
+  check_quantizable(gguf_type_name(static_cast<uint32_t>(type)).c_str(), static_cast<int>(block.elements), x,
+                    n_elements);
+  const int64_t blocks = n_elements / block.elements;
+  std::string bytes(static_cast<size_t>(blocks * block.bytes), '\0');
+  for (int64_t i = 0; i < blocks; ++i)
+    quantize(x + i * block.elements,
+             reinterpret_cast<uint8_t*>(&bytes[static_cast<size_t>(i * block.bytes)]));
   return bytes;
 }
 

@@ -1,5 +1,6 @@
 // ggml's quantized blocks: their layouts, their float32 values exactly as gguf-py's `gguf.quants` computes
-// them (the reference the tests hold it to), and Q8_0 quantization for export.
+// them (the reference the tests hold it to), and quantization: Q8_0 for export, Q8_0/Q4_0/Q4_1/Q4_K for a
+// LoRA run's frozen base (model/frozen_weight.h).
 #pragma once
 
 #include <cstdint>
@@ -102,5 +103,13 @@ void gguf_dequantize(GgufTensorType type, const uint8_t* data, int64_t n_element
 // gguf.quants.quantize(x, Q8_0) (ggml's reference quantize_row_q8_0: d = max|x| / 127, q = round(x / d)
 // half away from zero). Throws DataError for a non-finite value or a length not a multiple of 32.
 std::string gguf_quantize_q8_0(const float* x, int64_t n_elements);
+
+// `n_elements` finite values (whole blocks) as blocks of `type`: Q8_0 as above; Q4_0 and Q4_1 byte for
+// byte gguf-py's gguf.quants.quantize (its Q4_0 rounds x / d + 8.5 in float64); Q4_K, which gguf-py does
+// not quantize, by causal's own min/max fit (each sub-block's range, 6-bit scales and mins rounded up so
+// the range stays covered), not ggml's iterative search: the blocks decode by ggml's layout, with a
+// larger error than llama-quantize's. Throws DataError for another type, a non-finite value or a length
+// that is not whole blocks.
+std::string gguf_quantize(GgufTensorType type, const float* x, int64_t n_elements);
 
 }  // namespace causal

@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "model/autocast_scope.h"
 #include "model/gpu_products.h"
 #include "model/kv_cache.h"
@@ -57,13 +59,18 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   const int64_t hkv = options_.n_kv_heads();
   const int64_t dk = head_dim();
 
-  const std::vector<torch::Tensor> masters = qkv_weights();
-  const c10::optional<c10::ScalarType> shadow =
-      shadow_dtype(options_.weight_shadows(), enabled_autocast_dtype(x.device().type()), masters.front());
-  std::vector<torch::Tensor> qkv =
-      qkv_products(x, masters, {q_proj_->bias, k_proj_->bias, v_proj_->bias},
-                   shadow ? qkv_shadow_.weight(masters, *shadow) : torch::Tensor());
   std::vector<Linear> layers = qkv_layers();
+  std::vector<torch::Tensor> qkv;
+  if (std::any_of(layers.begin(), layers.end(), [](const Linear& l) { return l->held(); })) {
+    // A held base (train.lora.base_dtype) has no float32 weights to stack: each product reads its own.
+    for (Linear& layer : layers) qkv.push_back(layer->product(x));
+  } else {
+    const std::vector<torch::Tensor> masters = qkv_weights();
+    const c10::optional<c10::ScalarType> shadow =
+        shadow_dtype(options_.weight_shadows(), enabled_autocast_dtype(x.device().type()), masters.front());
+    qkv = qkv_products(x, masters, {q_proj_->bias, k_proj_->bias, v_proj_->bias},
+                       shadow ? qkv_shadow_.weight(masters, *shadow) : torch::Tensor());
+  }
   for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = layers[i]->adapted(x, qkv[i]);
   torch::Tensor q = qkv[0].view({batch, time, hq, dk}).transpose(1, 2);   // (B,Hq,T,dk)
   torch::Tensor k = qkv[1].view({batch, time, hkv, dk}).transpose(1, 2);  // (B,Hkv,T,dk)

@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "model/autocast_scope.h"
 #include "model/fused_hidden_projection.h"
 #include "model/hidden_projection.h"
@@ -60,6 +62,15 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   const c10::DeviceType device = x.device().type();
   const size_t out = layer.size() - 1;
   const bool gelu = kind == FfnKind::kGelu || kind == FfnKind::kGeluTanh;
+  if (std::any_of(layer.begin(), layer.end(), [](const Linear& l) { return l->held(); })) {
+    // A held base (train.lora.base_dtype) has no whole weight for project_hidden: each product through
+    // its Linear. The hidden activation then exists in forward, but a held product keeps none of its
+    // input for backward (its weight gets no gradient), so what backward keeps is as before.
+    const torch::Tensor first = layer[0](x);  // (...,hidden)
+    const torch::Tensor second =
+        gelu || kind == FfnKind::kRelu ? torch::Tensor() : layer[1](x);  // (...,hidden)
+    return layer[out](kind == FfnKind::kRelu ? torch::relu(first) : hidden_activation(kind, first, second));
+  }
   if (kind != FfnKind::kRelu && options_.fused() && x.is_cuda() && layer[out]->adapter() == nullptr) {
     // The input products without their biases, which the activation's kernel adds; their adapters' terms
     // join the products before it.

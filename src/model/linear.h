@@ -1,5 +1,6 @@
 // One product of the model: its weight and bias, the weight's shadow (weight_shadow.h) and an optional
-// adapter, a module attached from outside (model/lora.h) that adds its own term to the product's output.
+// adapter, a module attached from outside (model/lora.h) that adds its own term to the product's output. A
+// frozen weight may be held in less than float32 (frozen_weight.h): then every product goes through here.
 #pragma once
 
 #include <torch/arg.h>
@@ -42,6 +43,8 @@ class LinearAdapterImpl : public torch::nn::Module {
   virtual at::Tensor merged(const at::Tensor& weight) = 0;
   // False while dropout on the adapter's input is live (train mode), which no folded weight reproduces.
   virtual bool merges_exactly() const = 0;
+  // Whether delta reads product.weight (else it may be a held weight's storage, not its values).
+  virtual bool reads_weight() const { return false; }
 };
 
 // Parameters: weight (out, in), [bias (out)], then the adapter's. torch::nn::Linear's names and init
@@ -55,7 +58,8 @@ class LinearImpl : public torch::nn::Module {
   // autocast with a bias it rounds unlike at::linear, and the shadowed path must give the same bits).
   at::Tensor product(const at::Tensor& x);
   // The weight this forward's products take on `device`: its shadow under autocast where
-  // model.weight_shadows keeps one, else the weight itself.
+  // model.weight_shadows keeps one, else the weight itself. A held weight has none (refused): its products
+  // take product().
   at::Tensor product_weight(c10::DeviceType device);
   // y plus the adapter's term for input x; y unchanged without an adapter. y is x W^T + b, or x W^T alone
   // where `y_has_bias` is false (a product whose kernel adds the bias after).
@@ -65,6 +69,17 @@ class LinearImpl : public torch::nn::Module {
 
   // Attaches the adapter, once (a second is refused: there is nothing to undo, build a new model).
   void set_adapter(std::shared_ptr<LinearAdapterImpl> adapter);
+
+  // From now on holds the frozen weight in `dtype` (train.lora.base_dtype): `weight` becomes its storage
+  // (frozen_weight.h: bfloat16 (out, in), or uint8 ggml blocks (out, row bytes)) in place, the float32
+  // values freed, so that .to(device), named_parameters() and forensics bundles see the storage. Once, on
+  // a weight that requires no gradient; "f32" leaves the weight as it is.
+  void hold_weight(BaseDtype dtype);
+  BaseDtype weight_dtype() const { return weight_dtype_; }
+  bool held() const { return weight_dtype_ != BaseDtype::kF32; }
+  // The weight as float32 (out, in): `weight` itself, or its storage dequantized (a fresh tensor), the
+  // values the products compute with.
+  at::Tensor dense_weight() const;
   LinearAdapterImpl* adapter() const { return adapter_.get(); }
   const LinearOptions& options() const { return options_; }
 
@@ -75,6 +90,7 @@ class LinearImpl : public torch::nn::Module {
   LinearOptions options_;
   WeightShadow shadow_;
   std::shared_ptr<LinearAdapterImpl> adapter_;
+  BaseDtype weight_dtype_ = BaseDtype::kF32;  // what `weight` holds (hold_weight)
 };
 TORCH_MODULE(Linear);
 

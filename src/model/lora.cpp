@@ -90,15 +90,30 @@ std::vector<std::pair<std::string, LoraImpl*>> lora_adapters(torch::nn::Module& 
   return out;
 }
 
-std::map<std::string, at::Tensor> folded_parameters(torch::nn::Module& model) {
+void hold_base_weights(torch::nn::Module& model, BaseDtype dtype) {
+  for (const auto& item : model.named_modules("", /*include_self=*/false))
+    if (auto* product = dynamic_cast<LinearImpl*>(item.value().get())) product->hold_weight(dtype);
+}
+
+std::map<std::string, at::Tensor> dense_parameters(torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
   std::map<std::string, at::Tensor> out;
   for (const auto& item : model.named_parameters())
     if (!is_adapter_parameter(item.key())) out[item.key()] = item.value().detach();
   for (const auto& item : model.named_modules("", /*include_self=*/false)) {
     auto* product = dynamic_cast<LinearImpl*>(item.value().get());
+    if (product != nullptr && product->held()) out[item.key() + ".weight"] = product->dense_weight();
+  }
+  return out;
+}
+
+std::map<std::string, at::Tensor> folded_parameters(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  std::map<std::string, at::Tensor> out = dense_parameters(model);
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    auto* product = dynamic_cast<LinearImpl*>(item.value().get());
     if (product != nullptr && product->adapter() != nullptr)
-      out[item.key() + ".weight"] = product->adapter()->merged(product->weight).detach();
+      out[item.key() + ".weight"] = product->adapter()->merged(out[item.key() + ".weight"]).detach();
   }
   return out;
 }

@@ -42,6 +42,7 @@ class LoraImpl : public LinearAdapterImpl {
   at::Tensor delta(const at::Tensor& x, const AdaptedProduct& product) override;
   at::Tensor merged(const at::Tensor& weight) override;
   bool merges_exactly() const override { return !is_training() || options_.dropout() == 0.0; }
+  bool reads_weight() const override { return options_.dora(); }
   // a: PEFT's default kaiming-uniform (a = sqrt(5)) or normal(0, 1/r); b: zeros.
   void reset_parameters();
   // magnitude = the row norms of weight + scale b a (DoRA's init on the base weight).
@@ -74,9 +75,19 @@ std::vector<std::string> attach_lora(TransformerImpl& model, const LoraConfig& c
 // the base weights are in, before the first step.
 void reset_dora_magnitudes(torch::nn::Module& model);
 
-// Every parameter of `model` but the adapters', by name, with each adapted product's weight replaced by
-// its adapter folded in (LinearAdapterImpl::merged): the plain model that computes what base + adapters do
-// (up to rounding, and with adapter dropout off). Detached.
+// Holds every frozen product weight of `model` (each Linear's weight; an adapter's are no product) in
+// `dtype` from now on (LinearImpl::hold_weight), quantizing the values they have: called once the base's
+// weights are loaded. Embeddings (and so a tied head), norms and biases stay float32: a lookup reads a
+// few rows, and they are small. "f32" changes nothing.
+void hold_base_weights(torch::nn::Module& model, BaseDtype dtype);
+
+// Every parameter of `model` but the adapters', by name, float32: a held weight dequantized (the values
+// the adapters trained over). Detached.
+std::map<std::string, at::Tensor> dense_parameters(torch::nn::Module& model);
+
+// dense_parameters() with each adapted product's weight replaced by its adapter folded in
+// (LinearAdapterImpl::merged): the plain model that computes what base + adapters do (up to rounding, and
+// with adapter dropout off). Detached.
 std::map<std::string, at::Tensor> folded_parameters(torch::nn::Module& model);
 
 // Each adapted product's LoRA adapter of `model`, by the product's path ("blocks.0.attn.q_proj").

@@ -174,8 +174,10 @@ torch::Tensor TransformerImpl::final_hidden(const ModelInputs& inputs, KVCache* 
 }
 
 torch::Tensor TransformerImpl::head_weight() const {
-  return config_.tie_embeddings ? fields_[0]->weight : head_->weight;
+  return config_.tie_embeddings ? fields_[0]->weight : head_->dense_weight();
 }
+
+bool TransformerImpl::head_held() const { return !config_.tie_embeddings && head_->held(); }
 
 torch::Tensor TransformerImpl::head_bias() const {
   return config_.tie_embeddings ? torch::Tensor() : head_->bias;
@@ -186,13 +188,15 @@ LinearAdapterImpl* TransformerImpl::head_adapter() const {
 }
 
 c10::optional<c10::ScalarType> TransformerImpl::head_shadow_dtype() const {
+  if (head_held()) return c10::nullopt;  // products read the held storage
   return shadow_dtype(config_.weight_shadows, autocast_dtype(config_.autocast), head_weight());
 }
 
 torch::Tensor TransformerImpl::head_shadow() {
-  const torch::Tensor weight = head_weight();
   const c10::optional<c10::ScalarType> dtype = head_shadow_dtype();
-  return dtype ? head_shadow_.copy({weight}, *dtype, head_rows(weight)) : torch::Tensor();
+  if (!dtype) return torch::Tensor();
+  const torch::Tensor weight = head_weight();
+  return head_shadow_.copy({weight}, *dtype, head_rows(weight));
 }
 
 void TransformerImpl::refresh_weight_shadows() {
@@ -207,11 +211,16 @@ void TransformerImpl::refresh_weight_shadows() {
 torch::Tensor TransformerImpl::logits(const torch::Tensor& hidden) {
   const c10::ScalarType parameter_dtype = fields_[0]->weight.scalar_type();
   const AutocastScope autocast_scope(fields_[0]->weight.device().type(), autocast_dtype(config_.autocast));
-  const torch::Tensor weight = head_weight();
-  const c10::optional<c10::ScalarType> shadow = head_shadow_dtype();
-  torch::Tensor logits = head_product(
-      hidden, weight, head_bias(),
-      shadow ? head_shadow_.weight({weight}, *shadow, head_rows(weight)) : torch::Tensor());  // (B,T,V)
+  torch::Tensor logits;  // (B,T,V)
+  if (head_held()) {
+    logits = head_->product(hidden);  // tile by tile from the held storage
+  } else {
+    const torch::Tensor weight = head_weight();
+    const c10::optional<c10::ScalarType> shadow = head_shadow_dtype();
+    logits =
+        head_product(hidden, weight, head_bias(),
+                     shadow ? head_shadow_.weight({weight}, *shadow, head_rows(weight)) : torch::Tensor());
+  }
   if (head_adapter() != nullptr) logits = head_->adapted(hidden, logits);
   // Losses, sampling and diagnostics read logits in the parameters' precision, whatever the head ran in,
   // and contiguous (a GPU's padded head leaves a view).

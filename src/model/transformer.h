@@ -47,8 +47,11 @@ class TransformerImpl : public torch::nn::Module {
   // (head_loss.h) takes the hidden state and the head's parameters instead.
   torch::Tensor final_hidden(const ModelInputs& inputs, KVCache* cache = nullptr);
   torch::Tensor logits(const torch::Tensor& hidden);
-  // The output head's weight (V,D), the input embedding's when tied, and its bias (V) or undefined.
+  // The output head's weight (V,D) float32, the input embedding's when tied (embeddings stay float32), a
+  // fresh dequantized copy when train.lora.base_dtype holds the head (head_held()); its bias (V) or
+  // undefined.
   torch::Tensor head_weight() const;
+  bool head_held() const;
   torch::Tensor head_bias() const;
   // The head's weight as its products take it under model.weight_shadows (gpu_products.h's padded_head:
   // padded on a GPU, in autocast's dtype), made fresh; undefined when the products take head_weight().

@@ -74,6 +74,9 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
     loaded.model = Transformer(loaded.config.model);
     if (loaded.config.train.lora.enabled()) attach_lora(*loaded.model, loaded.config.train.lora);
     load_model_weights(loaded.checkpoint, *loaded.model);
+    // The base as its adapters trained over it (train.lora.base_dtype); exports read it dequantized.
+    if (loaded.config.train.lora.enabled())
+      hold_base_weights(*loaded.model, loaded.config.train.lora.base_dtype);
   });
   loaded.model->to(loaded.device);
   loaded.model->eval();

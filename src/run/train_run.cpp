@@ -182,12 +182,21 @@ class TrainJob {
                           "adapters train on the weights of a base model, and this run starts from random "
                           "ones: continue an imported or trained run (--run-dir RUN --resume auto, or "
                           "--resume RUN --run-dir NEW; docs/finetune.md)");
+      const bool blocks = lora.base_dtype != BaseDtype::kF32 && lora.base_dtype != BaseDtype::kBf16;
+      if (blocks && !device_.is_cpu())
+        throw ConfigError("config", "train.lora.base_dtype",
+                          "\"" + to_string(lora.base_dtype) +
+                              "\" blocks are dequantized by the CPU, and this run "
+                              "trains on " +
+                              device_.str() + ": there it takes \"bf16\" or \"f32\" (docs/finetune.md)");
       built.base = base_of(start.from->dir, start.from->state.base);
       const std::vector<std::string> adapted = attach_lora(*built.model, lora);
       output.run_log().info(
-          "LoRA r {} alpha {} on {} products ({} ...); base {} frozen; {} of {} parameters train", lora.rank,
-          lora.alpha, adapted.size(), adapted.front(), built.base->dir.string(),
-          count_parameters(*built.model, /*trainable_only=*/true), count_parameters(*built.model));
+          "LoRA r {} alpha {} on {} products ({} ...); base {} frozen, its product weights held in {}; {} of "
+          "{} parameters train",
+          lora.rank, lora.alpha, adapted.size(), adapted.front(), built.base->dir.string(),
+          to_string(lora.base_dtype), count_parameters(*built.model, /*trainable_only=*/true),
+          count_parameters(*built.model));
     }
     output.run_log().info("run folder {}: {} parameters; {}; device {}, {} ({})", output.run_dir(),
                           count_parameters(*built.model), task.describe(), device_.str(),
@@ -234,6 +243,9 @@ class TrainJob {
         load_model_weights(from, *built.model);
         load_optimizer_state(from.dir, *built.model, built.trainer->optimizer());
       }
+      // The base as loaded, float32, now held in train.lora.base_dtype: each start quantizes the same
+      // values the same way, so a resumed run computes with the same base bits.
+      if (built.base) hold_base_weights(*built.model, config_.train.lora.base_dtype);
       // An import without data starts its data from the beginning, and measures its initial loss on it.
       const bool awaiting = awaits_data(from.state);
       if (!awaiting) task.training_batches().restore(from.state.data);

@@ -31,7 +31,10 @@ ReplayResult replay_step(const std::filesystem::path& bundle_dir) {
 
   Transformer model(config.model);
   if (config.train.lora.enabled()) attach_lora(*model, config.train.lora);
+  // A bundle keeps an adapter run's adapters alone; its float32 base is read from the base checkpoint, then
+  // held as the run held it (quantized the same way from the same values: bit for bit what the step used).
   load_forensics_weights(bundle_dir, bundle, *model);
+  if (config.train.lora.enabled()) hold_base_weights(*model, config.train.lora.base_dtype);
   model->to(device);
   model->train();
   const FaultInjection fault = bundle.fault.empty() ? FaultInjection{} : FaultInjection::parse(bundle.fault);

@@ -424,4 +424,22 @@ CATCH_TEST_CASE("inspect: the memory check names LoRA's estimate when full fine-
   const std::string table = causal::format_inspect(adapted);
   CATCH_CHECK_THAT(table, Contains("LoRA adapters (r 16 on q,k,v,o,gate,up,down)"));
   CATCH_CHECK(causal::inspect_to_json(adapted)["parameters"]["trainable"] == adapted.parameters.adapters);
+
+  // A held base (train.lora.base_dtype): the frozen block weights at the format's bytes each (the tied
+  // head is the embedding, float32), and the memory check plans with them: a plan that fits only so.
+  causal::LoraConfig held = lora;
+  held.base_dtype = causal::BaseDtype::kQ4_0;
+  const causal::InspectReport quantized = causal::inspect_model(m, 128, 4, "fp32", held);
+  const int64_t blocks =
+      static_cast<int64_t>(m.n_layers) * (4 * 2048 * 2048 + 3 * 2048 * quantized.model.ffn_hidden);
+  CATCH_CHECK(quantized.parameters.held == blocks);
+  CATCH_CHECK(quantized.memory.parameters == adapted.memory.parameters - blocks * 4 + blocks * 18 / 32);
+  CATCH_CHECK_THAT(causal::format_inspect(quantized),
+                   Contains("of which frozen weights in q4_0 (0.5625 B each)"));
+  CATCH_CHECK(causal::inspect_to_json(quantized)["lora"]["base_dtype"] == "q4_0");
+  const int64_t quantized_bytes = causal::training_bytes(quantized.memory);
+  CATCH_CHECK_NOTHROW(
+      causal::check_training_memory(quantized, (quantized_bytes + lora_bytes) / 2, "this machine"));
+  CATCH_CHECK_THROWS(
+      causal::check_training_memory(adapted, (quantized_bytes + lora_bytes) / 2, "this machine"));
 }

@@ -69,7 +69,8 @@ const char* const kNonDefaultRetrieval = R"({
             "grad_clip": 0.5, "log_every": 5, "eval_every": 10, "checkpoint_every": 25,
             "keep_checkpoints": 4, "nonfinite": "skip", "max_consecutive_skips": 2, "diag_every": 7,
             "spike_window": 20, "spike_threshold": 4.5, "loss_kernel": "chunked", "loss_chunk_rows": 96, "cuda_graphs": "off",
-            "lora": {"rank": 4, "alpha": 8.0, "dropout": 0.1, "targets": ["v", "o"], "rslora": true, "init": "gaussian", "dora": true}},
+            "lora": {"rank": 4, "alpha": 8.0, "dropout": 0.1, "targets": ["v", "o"], "rslora": true, "init": "gaussian",
+                     "dora": true, "base_dtype": "bf16"}},
   "dist": {"timeout_s": 12.5, "bucket_mb": 4}
 })";
 
@@ -98,7 +99,8 @@ const char* const kNonDefaultText = R"({
             "eval_tasks": ["data/benchmarks/brown-next-sentence.jsonl"], "checkpoint_every": 20,
             "keep_checkpoints": 2, "nonfinite": "skip", "max_consecutive_skips": 9, "diag_every": 3,
             "spike_window": 30, "spike_threshold": 3.0, "loss_kernel": "logits", "loss_chunk_rows": 512, "cuda_graphs": "off",
-            "lora": {"rank": 2, "alpha": 4.0, "dropout": 0.05, "targets": ["o"], "rslora": true, "init": "gaussian", "dora": true}},
+            "lora": {"rank": 2, "alpha": 4.0, "dropout": 0.05, "targets": ["o"], "rslora": true, "init": "gaussian",
+                     "dora": true, "base_dtype": "q8_0"}},
   "dist": {"timeout_s": 300, "bucket_mb": 0.5}
 })";
 
@@ -445,6 +447,37 @@ CATCH_TEST_CASE("config: each out-of-range value is rejected with its path and t
     CATCH_CHECK(e.path() == c.path);
     CATCH_CHECK_THAT(what(e), Contains(c.expected));
   }
+}
+
+// train.lora.base_dtype: one of six spellings, only for a frozen base (rank > 0), and a blocks format only
+// where every weight row (d_model or ffn_hidden values) is whole blocks. The accepted cases keep the
+// refusals from passing by refusing everything.
+CATCH_TEST_CASE("config: train.lora.base_dtype takes its spellings, needs adapters and whole blocks",
+                "[unit][config]") {
+  for (const char* dtype : {"f32", "bf16", "q8_0", "q4_0", "q4_1"}) {
+    CATCH_INFO(dtype);
+    const RunConfig c = causal::parse_config_text(
+        kDocumentedExample, "cfg.json", {"train.lora.rank=4", std::string("train.lora.base_dtype=") + dtype});
+    CATCH_CHECK(causal::to_string(c.train.lora.base_dtype) == dtype);
+  }
+  const RunConfig wide = causal::parse_config_text(
+      kDocumentedExample, "cfg.json",
+      {"train.lora.rank=4", "train.lora.base_dtype=q4_k", "model.d_model=256", "model.ffn_hidden=512"});
+  CATCH_CHECK(wide.train.lora.base_dtype == causal::BaseDtype::kQ4_K);
+
+  const ConfigError spelling = override_error({"train.lora.rank=4", "train.lora.base_dtype=q5_0"});
+  CATCH_CHECK(spelling.path() == "train.lora.base_dtype");
+  CATCH_CHECK_THAT(what(spelling), Contains("expected one of f32|bf16|q8_0|q4_0|q4_1|q4_k, got \"q5_0\""));
+  const ConfigError no_adapters = override_error({"train.lora.base_dtype=bf16"});
+  CATCH_CHECK(no_adapters.path() == "train.lora.base_dtype");
+  CATCH_CHECK_THAT(what(no_adapters), Contains("needs train.lora.rank > 0"));
+  const ConfigError rows = override_error({"train.lora.rank=4", "train.lora.base_dtype=q4_k"});
+  CATCH_CHECK(rows.path() == "train.lora.base_dtype");
+  CATCH_CHECK_THAT(what(rows), Contains("whole 256-element blocks") && Contains("model.d_model 32") &&
+                                   Contains("\"q4_0\""));
+  const ConfigError hidden =
+      override_error({"train.lora.rank=4", "train.lora.base_dtype=q8_0", "model.ffn_hidden=48"});
+  CATCH_CHECK_THAT(what(hidden), Contains("model.ffn_hidden 48") && Contains("32-element"));
 }
 
 CATCH_TEST_CASE("config: range boundaries that are allowed are accepted", "[unit][config]") {

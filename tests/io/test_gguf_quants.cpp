@@ -1,5 +1,6 @@
 // Quantized GGUF tensors: causal's block decoders and Q8_0 encoder against gguf-py's own output (fixtures
 // from tools/gguf-quant-fixtures.py), bit for bit, and read_gguf's checks of quantized tensors.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -126,6 +127,88 @@ CATCH_TEST_CASE("gguf quants: Q8_0 quantization is gguf-py's, byte for byte", "[
   const float bad[32] = {std::nanf("")};
   CATCH_CHECK_THROWS_AS(gguf_quantize_q8_0(bad, 32), DataError);
   CATCH_CHECK_THROWS_AS(gguf_quantize_q8_0(x.data(), 31), DataError);
+}
+
+// The invariant: a LoRA run's Q4_0 and Q4_1 base (train.lora.base_dtype) is byte for byte what gguf-py's
+// quantizer writes for the same values: Q4_0's float64 rounding of x / d + 8.5 and its first-of-ties
+// largest magnitude, Q4_1's float32 steps, on the Q8_0 fixture's rows (d = 0, subnormal, overflowing).
+CATCH_TEST_CASE("gguf quants: Q4_0 and Q4_1 quantization is gguf-py's, byte for byte", "[unit][io]") {
+  const std::string input = slurp_fixture("q8_0_quantize.f32");
+  const int64_t n = static_cast<int64_t>(input.size() / 4);
+  std::vector<float> x(static_cast<size_t>(n));
+  std::memcpy(x.data(), input.data(), input.size());
+  for (const auto& [name, type] : std::vector<std::pair<std::string, GgufTensorType>>{
+           {"q4_0", GgufTensorType::kQ4_0}, {"q4_1", GgufTensorType::kQ4_1}}) {
+    CATCH_INFO(name);
+    const std::string expected = slurp_fixture(name + "_quantize.blocks");
+    const int64_t bytes = gguf_block_size(type).bytes;
+    CATCH_REQUIRE(expected.size() == static_cast<size_t>(n / 32 * bytes));
+    const std::string got = gguf_quantize(type, x.data(), n);
+    CATCH_REQUIRE(got.size() == expected.size());
+    int64_t differing = 0;
+    for (size_t b = 0; b < got.size() / bytes; ++b) {
+      CATCH_INFO("block " << b);
+      differing += got.substr(b * bytes, bytes) != expected.substr(b * bytes, bytes);
+      CATCH_CHECK(got.substr(b * bytes, bytes) == expected.substr(b * bytes, bytes));
+    }
+    CATCH_CHECK(differing == 0);
+  }
+}
+
+// The invariant: every block type a base may be held in reads back within its format's error: half a
+// quantization step (plus the float16 rounding of the scales; Q4_K's 6-bit scales and mins are rounded up,
+// so a value may sit up to one dmin step further). Rows of trained-like weights, and ones with an outlier.
+CATCH_TEST_CASE("gguf quants: quantize then dequantize stays within each block type's error", "[unit][io]") {
+  std::vector<float> x(4096);
+  uint32_t state = 12345;
+  for (size_t i = 0; i < x.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    const float u = static_cast<float>(state >> 8) / 16777216.0f;  // [0, 1)
+    x[i] = 0.04f * (u - 0.5f) + (i % 509 == 0 ? 0.3f : 0.0f);
+  }
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (const GgufTensorType type :
+       {GgufTensorType::kQ8_0, GgufTensorType::kQ4_0, GgufTensorType::kQ4_1, GgufTensorType::kQ4_K}) {
+    const GgufBlockSize block = gguf_block_size(type);
+    CATCH_INFO(gguf_type_name(static_cast<uint32_t>(type)));
+    const std::string blocks = gguf_quantize(type, x.data(), n);
+    CATCH_REQUIRE(blocks.size() == static_cast<size_t>(n / block.elements * block.bytes));
+    std::vector<float> back(x.size());
+    gguf_dequantize(type, reinterpret_cast<const uint8_t*>(blocks.data()), n, back.data());
+    // Each sub-block of 32 (Q4_K's scale groups too) against the step its own range allows.
+    double worst = 0;
+    for (int64_t s = 0; s < n; s += 32) {
+      float lo = x[s], hi = x[s], amax = 0;
+      for (int64_t i = s; i < s + 32; ++i) {
+        lo = std::min(lo, x[i]);
+        hi = std::max(hi, x[i]);
+        amax = std::max(amax, std::fabs(x[i]));
+      }
+      float step = 0;
+      if (type == GgufTensorType::kQ8_0) step = amax / 127;
+      if (type == GgufTensorType::kQ4_0) step = amax / 8;
+      if (type == GgufTensorType::kQ4_1) step = (hi - lo) / 15;
+      if (type == GgufTensorType::kQ4_K) step = (hi - std::min(lo, 0.0f)) / 15;
+      for (int64_t i = s; i < s + 32; ++i) {
+        const double error = std::fabs(back[i] - x[i]) / step;
+        worst = std::max(worst, error);
+      }
+    }
+    // Half a step, and room for the float16 scales (Q8_0's 127 x 2^-11 of a step); Q4_0 has 16 levels for
+    // [-amax, amax] with the far end clipped, a whole step there; Q4_K's up-rounded 6-bit scale and min
+    // add up to 1/63 of the block's largest range and min each.
+    double bound = 0.53;
+    if (type == GgufTensorType::kQ8_0) bound = 0.57;
+    if (type == GgufTensorType::kQ4_0) bound = 1.01;
+    if (type == GgufTensorType::kQ4_K) bound = 1.6;
+    CATCH_CHECK(worst <= bound);
+    CATCH_CHECK(worst > 0.2);  // not vacuous: the values really were rounded
+  }
+  std::vector<float> bad(256, 0.0f);
+  bad[7] = std::nanf("");
+  CATCH_CHECK_THROWS_AS(gguf_quantize(GgufTensorType::kQ4_K, bad.data(), 256), DataError);
+  CATCH_CHECK_THROWS_AS(gguf_quantize(GgufTensorType::kQ4_K, x.data(), 128), DataError);
+  CATCH_CHECK_THROWS_AS(gguf_quantize(GgufTensorType::kQ5_0, x.data(), 32), DataError);
 }
 
 // The invariant: float16 -> float32 -> float16 is the identity on every non-NaN float16 (so both
