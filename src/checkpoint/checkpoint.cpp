@@ -220,12 +220,19 @@ fs::path save_checkpoint(const fs::path& root, const TrainingState& state, torch
 }
 
 CheckpointInfo read_checkpoint(const fs::path& dir) {
-  verify_checkpoint(dir);
+  const nlohmann::json manifest = verify_checkpoint(dir);
   CheckpointInfo info;
   info.dir = dir;
+  info.files = manifest.at("files");
   info.config = read_json_file(dir / kConfigFile);
   info.state = TrainingState::from_json(read_json_file(dir / kStateFile), (dir / kStateFile).string());
   return info;
+}
+
+std::string weights_sha256(const CheckpointInfo& checkpoint) {
+  const nlohmann::json entry =
+      checkpoint.files.value(checkpoint.state.base ? kAdapterFile : kModelFile, nlohmann::json());
+  return entry.is_object() ? entry.value("sha256", "") : "";
 }
 
 fs::path find_checkpoint(const fs::path& run_dir, const std::string& ref) {
@@ -322,21 +329,31 @@ void load_frozen_weights(const fs::path& dir, torch::nn::Module& model) {
   load_parameters({(dir / kModelFile).string()}, model, /*frozen_only=*/true);
 }
 
-void load_model_weights(const CheckpointInfo& checkpoint, torch::nn::Module& model) {
-  if (!checkpoint.state.base) return load_model_weights(checkpoint.dir, model);
+CheckpointInfo read_base_checkpoint(const CheckpointInfo& checkpoint) {
+  if (!checkpoint.state.base)
+    throw CheckpointError("[checkpoint] " + checkpoint.dir.string() +
+                          " holds a whole model, no adapters on a base");
   const BaseCheckpoint& base = *checkpoint.state.base;
   const std::string where = "[checkpoint] " + checkpoint.dir.string() + ": its base " + base.dir.string();
   if (!fs::is_directory(base.dir))
     throw CheckpointError(where + " is gone (an adapter checkpoint holds no base weights of its own)");
-  BaseCheckpoint now;
+  CheckpointInfo now;
   try {
-    now = base_of(base.dir, std::nullopt);
+    now = read_checkpoint(base.dir);
   } catch (const CheckpointError& e) {
     throw CheckpointError(where + " does not verify: " + e.what());
   }
-  if (now.model_sha256 != base.model_sha256)
+  if (now.state.base || weights_sha256(now).empty())
+    throw CheckpointError(where + " does not verify: it has no " + std::string(kModelFile) + " to be a base");
+  if (weights_sha256(now) != base.model_sha256)
     throw CheckpointError(where + " has changed since the adapters were trained on it: its " +
                           std::string(kModelFile) + " is not the one of sha256 " + base.model_sha256);
+  return now;
+}
+
+void load_model_weights(const CheckpointInfo& checkpoint, torch::nn::Module& model) {
+  if (!checkpoint.state.base) return load_model_weights(checkpoint.dir, model);
+  const CheckpointInfo base = read_base_checkpoint(checkpoint);
   load_parameters({(base.dir / kModelFile).string(), (checkpoint.dir / kAdapterFile).string()}, model,
                   /*frozen_only=*/false);
 }

@@ -97,8 +97,18 @@ struct CheckpointInfo {
   std::filesystem::path dir;
   nlohmann::json config;
   TrainingState state;
+  nlohmann::json files;  // manifest.json's "files" as verified: name -> {"size", "sha256"}
 };
 CheckpointInfo read_checkpoint(const std::filesystem::path& dir);
+
+// The SHA-256 of the checkpoint's weights file as its manifest lists it: adapter.safetensors for an
+// adapter checkpoint, model.safetensors for a whole one ("" when the manifest lacks it).
+std::string weights_sha256(const CheckpointInfo& checkpoint);
+
+// The base of adapter checkpoint `checkpoint` (state.base set), read and verified: refused by name when it
+// is gone, does not verify, or its model.safetensors is no longer the one the adapters were trained on.
+// Throws CheckpointError.
+CheckpointInfo read_base_checkpoint(const CheckpointInfo& checkpoint);
 
 // Which checkpoint `ref` means for a run folder: "" = the newest valid one, digits = that step, anything
 // else = a checkpoint directory path. Throws CheckpointError when there is none or it does not exist.

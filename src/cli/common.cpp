@@ -10,6 +10,12 @@ const char* const kSetHelp =
     "train.optimizer.lr=3e-4 --set data.kind=text. Repeatable; applied in order before validation "
     "(fields: docs/config.md)";
 
+const char* const kAdapterHelp =
+    "LoRA adapters on the checkpoint's base instead of its own weights: none = the base alone, adapters "
+    "off (a no-op for a whole checkpoint); a LoRA run folder (its newest checkpoint) or an adapter "
+    "checkpoint directory tuned on the same base (model.safetensors SHA-256; another base is refused, exit "
+    "2). Data, device and model settings stay the --run's. Default: the checkpoint as trained";
+
 CLI::Validator at_least(int64_t min) {
   const std::string bound = std::to_string(min);
   return CLI::Validator(

@@ -18,6 +18,9 @@ CLI::Validator at_least(int64_t min);
 // Help for --set, shared by the commands that take it.
 extern const char* const kSetHelp;
 
+// Help for --adapter, shared by eval and generate.
+extern const char* const kAdapterHelp;
+
 // --run and --checkpoint, shared by the commands that read a checkpoint.
 void add_checkpoint_options(CLI::App& command, std::string& run_dir, std::string& checkpoint);
 

@@ -1,19 +1,28 @@
 // `causal eval`: a checkpoint on its task's held-out split, with the optional probes.
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/errors.h"
 #include "review/checkpoint_eval.h"
+#include "review/eval_records.h"
 
 namespace causal::cli {
 namespace {
 
-int run_eval(const EvalRequest& request) {
-  const EvalOutcome outcome = evaluate_checkpoint(request);
-  std::cout << outcome.table << "written to " << outcome.file << "\n";
+int run_eval(const EvalRequest& request, const std::vector<std::string>& adapters) {
+  const std::vector<EvalOutcome> outcomes = evaluate_each_adapter(request, adapters);
+  std::vector<EvalRecord> compared;
+  for (const EvalOutcome& outcome : outcomes) {
+    std::cout << outcome.table << "written to " << outcome.file << "\n";
+    compared.push_back(eval_record(std::filesystem::path(outcome.file).filename().string(), outcome.figures));
+  }
+  // Several adapters: their headline figures side by side, one row each.
+  if (outcomes.size() > 1) std::cout << "adapters compared\n" << format_eval_records(compared);
   return kExitOk;
 }
 
@@ -21,6 +30,7 @@ int run_eval(const EvalRequest& request) {
 
 Command add_eval_command(CLI::App& app) {
   auto request = std::make_shared<EvalRequest>();
+  auto adapters = std::make_shared<std::vector<std::string>>();
   CLI::App* eval = app.add_subcommand(
       "eval",
       "Evaluate a checkpoint on its task's held-out split: text -> loss, perplexity, bits per byte on "
@@ -29,6 +39,11 @@ Command add_eval_command(CLI::App& app) {
       "(acc, acc_norm, 95% intervals; docs/checkpoints.md#benchmarks), written to "
       "RUN/eval/step_N.tasks-<hash>.json.");
   add_checkpoint_options(*eval, request->run_dir, request->checkpoint);
+  eval->add_option("--adapter", *adapters,
+                   std::string(kAdapterHelp) +
+                       ". Repeat to evaluate several in turn on the same checkpoint (e.g. --adapter none "
+                       "--adapter runs/tuneA --adapter runs/tuneB): one block each, then one row per adapter "
+                       "labelled run@step; each figure file records its adapter (docs/finetune.md)");
   eval->add_option(
           "--split", request->split,
           "text: val; retrieval: test (the default) or val (its validation split); default: the task's")
@@ -67,7 +82,7 @@ Command add_eval_command(CLI::App& app) {
                    "Text runs: validation batches the probes use (retrieval uses the whole test split)")
       ->capture_default_str()
       ->check(at_least(1));
-  return {eval, [request] { return run_eval(*request); }};
+  return {eval, [request, adapters] { return run_eval(*request, *adapters); }};
 }
 
 }  // namespace causal::cli

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -25,8 +26,11 @@ int run_generate(const GenerateRequest& request) {
     for (int64_t id : result.generated_ids) line += " " + std::to_string(id);
     std::cout << line << "\n";
   }
-  std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld; stopped: %s\n",
-               result.generated_ids.size(), static_cast<long long>(result.step), result.stop_reason.c_str());
+  const std::string adapters =
+      result.adapter.label.empty() ? "" : "; adapters " + describe_adapter(result.adapter);
+  std::fprintf(stderr, "generated %zu tokens from checkpoint step %lld%s; stopped: %s\n",
+               result.generated_ids.size(), static_cast<long long>(result.step), adapters.c_str(),
+               result.stop_reason.c_str());
   // Prefill covers the prompt and the first new token; each later token is one cached forward pass.
   const size_t later = result.generated_ids.size() > 1 ? result.generated_ids.size() - 1 : 0;
   std::fprintf(stderr, "prompt: %zu tokens in %.3f s; generation: %zu tokens in %.3f s (%.1f tokens/s)\n",
@@ -45,6 +49,9 @@ Command add_generate_command(CLI::App& app) {
       "Sample text from a text run's checkpoint with the KV cache (RoPE/learned positions at absolute "
       "positions). Prints the prompt and its continuation.");
   add_checkpoint_options(*generate, request->run_dir, request->checkpoint);
+  generate->add_option(
+      "--adapter", request->adapter,
+      std::string(kAdapterHelp) + "; with --chat too. One per command (eval compares several)");
   generate->add_option("--prompt", request->prompt,
                        "Prompt text (its tokens, after BOS where the tokenizer's model expects one)");
   generate->add_option("--chat", request->chat,

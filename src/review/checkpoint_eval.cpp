@@ -64,6 +64,30 @@ std::vector<std::string> with_lengths(const EvalRequest& request) {
   return overrides;
 }
 
+// What names a figure's file besides the overrides: the adapters, when the weights are not the
+// checkpoint's own, so that such figures never replace its own.
+std::vector<std::string> with_adapter(std::vector<std::string> identity, const CheckpointModel& loaded) {
+  if (!loaded.own_weights) {
+    const AdapterIdentity& a = loaded.adapter;
+    identity.push_back("adapter=" + (a.none() ? std::string("none") : a.checkpoint + "@" + a.sha256));
+  }
+  return identity;
+}
+
+// The figures name the weights behind them; null: a whole checkpoint evaluated as it is.
+void record_adapter(EvalOutcome& outcome, const CheckpointModel& loaded) {
+  outcome.adapter = loaded.adapter;
+  outcome.figures["adapter"] = loaded.adapter.label.empty() ? nlohmann::json() : loaded.adapter.to_json();
+}
+
+// The table's first line: which checkpoint, and on it which adapters.
+std::string checkpoint_heading(const CheckpointModel& loaded, const std::string& rest) {
+  const std::string adapters =
+      loaded.adapter.label.empty() ? "" : ", adapters " + describe_adapter(loaded.adapter);
+  return "checkpoint " + loaded.checkpoint.dir.string() + " (step " +
+         std::to_string(loaded.checkpoint.state.step) + ")" + adapters + rest + "\n";
+}
+
 std::string format_lengths(const nlohmann::json& by_pairs, const std::vector<int64_t>& lengths,
                            int64_t trained) {
   std::string out = "retrieval accuracy by context length (records; a row is length + 1 positions)\n";
@@ -120,19 +144,19 @@ EvalOutcome evaluate_difficulty_grid(const EvalRequest& request, CheckpointModel
   outcome.figures["step"] = step;
   outcome.figures["checkpoint"] = loaded.checkpoint.dir.string();
   outcome.figures["overrides"] = request.overrides;
+  record_adapter(outcome, loaded);
   std::vector<std::string> identity = request.overrides;
   identity.push_back("lengths=" + join(spec.lengths) + " distractors=" + join(spec.distractors) +
                      " rows=" + std::to_string(spec.rows));
   for (double d : spec.depths) identity.back() += " " + std::to_string(d);
-  outcome.file =
-      (fs::path(request.run_dir) / run_files::kEval / eval_file_name(step, "difficulty", identity, false))
-          .string();
+  outcome.file = (fs::path(request.run_dir) / run_files::kEval /
+                  eval_file_name(step, "difficulty", with_adapter(identity, loaded), false))
+                     .string();
   io_as<CheckpointError>([&] {
     fs::create_directories(fs::path(outcome.file).parent_path());
     write_file_atomically(outcome.file, outcome.figures.dump(2) + "\n");
   });
-  outcome.table = "checkpoint " + loaded.checkpoint.dir.string() + " (step " + std::to_string(step) + ")\n" +
-                  outcome.table;
+  outcome.table = checkpoint_heading(loaded, "") + outcome.table;
   return outcome;
 }
 
@@ -181,17 +205,17 @@ EvalOutcome evaluate_benchmarks(const EvalRequest& request, CheckpointModel& loa
                      {"checkpoint", loaded.checkpoint.dir.string()},
                      {"overrides", request.overrides},
                      {"tokenizer", run.info.describe()}};
+  record_adapter(outcome, loaded);
   std::vector<std::string> identity = request.overrides;
   for (const std::string& path : request.tasks) identity.push_back("task=" + path);
-  outcome.file =
-      (fs::path(request.run_dir) / run_files::kEval / eval_file_name(step, "tasks", identity, false))
-          .string();
+  outcome.file = (fs::path(request.run_dir) / run_files::kEval /
+                  eval_file_name(step, "tasks", with_adapter(identity, loaded), false))
+                     .string();
   io_as<CheckpointError>([&] {
     fs::create_directories(fs::path(outcome.file).parent_path());
     write_file_atomically(outcome.file, outcome.figures.dump(2) + "\n");
   });
-  outcome.table = "checkpoint " + loaded.checkpoint.dir.string() + " (step " + std::to_string(step) + ")\n" +
-                  format_benchmark_table(reports);
+  outcome.table = checkpoint_heading(loaded, "") + format_benchmark_table(reports);
   for (const BenchmarkReport& r : reports) {
     if (r.truncated_choices == 0) continue;
     outcome.table += "  " + r.name + ": " + std::to_string(r.truncated_choices) + " of " +
@@ -205,7 +229,8 @@ EvalOutcome evaluate_benchmarks(const EvalRequest& request, CheckpointModel& loa
 
 EvalOutcome evaluate_checkpoint(const EvalRequest& request) {
   if (!request.tasks.empty()) check_tasks_flags(request);
-  CheckpointModel loaded = load_checkpoint_model(request.run_dir, request.checkpoint, with_lengths(request));
+  CheckpointModel loaded =
+      load_checkpoint_model(request.run_dir, request.checkpoint, with_lengths(request), request.adapter);
   const RunConfig& config = loaded.config;
   if (!request.tasks.empty()) return evaluate_benchmarks(request, loaded);
   if (request.difficulty) return evaluate_difficulty_grid(request, loaded);
@@ -254,16 +279,48 @@ EvalOutcome evaluate_checkpoint(const EvalRequest& request) {
   figures["checkpoint"] = loaded.checkpoint.dir.string();
   figures["overrides"] = request.overrides;
   figures["data"] = config_to_json(config)["data"];
+  record_adapter(outcome, loaded);
   outcome.file = (fs::path(request.run_dir) / run_files::kEval /
-                  eval_file_name(step, split, with_lengths(request), split == held_out))
+                  eval_file_name(step, split, with_adapter(with_lengths(request), loaded), split == held_out))
                      .string();
   io_as<CheckpointError>([&] {
     fs::create_directories(fs::path(outcome.file).parent_path());
     write_file_atomically(outcome.file, figures.dump(2) + "\n");
   });
-  outcome.table = "checkpoint " + loaded.checkpoint.dir.string() + " (step " + std::to_string(step) + "), " +
-                  split + " split\n" + outcome.table;
+  outcome.table = checkpoint_heading(loaded, ", " + split + " split") + outcome.table;
   return outcome;
+}
+
+std::vector<EvalOutcome> evaluate_each_adapter(const EvalRequest& request,
+                                               const std::vector<std::string>& adapters) {
+  EvalRequest one = request;
+  if (adapters.size() <= 1) {
+    one.adapter = adapters.empty() ? "" : adapters.front();
+    return {evaluate_checkpoint(one)};
+  }
+  if (!request.tasks.empty()) check_tasks_flags(request);
+  if (!fs::is_directory(request.run_dir))
+    throw CheckpointError("[checkpoint] no run folder " + request.run_dir);
+  // One checkpoint for every adapter, named by its directory: a run writing a newer one meanwhile does
+  // not split the comparison across two.
+  const CheckpointInfo run = read_checkpoint(find_checkpoint(request.run_dir, request.checkpoint));
+  one.checkpoint = run.dir.string();
+  std::vector<AdapterIdentity> seen;
+  for (const std::string& spec : adapters) {
+    const AdapterIdentity identity = resolve_adapter(spec, run, request.run_dir, "eval").identity;
+    for (const AdapterIdentity& other : seen) {
+      if (other.checkpoint == identity.checkpoint)
+        throw UsageError("eval: --adapter " + spec + " names the adapters " + describe_adapter(identity) +
+                         " a second time");
+    }
+    seen.push_back(identity);
+  }
+  std::vector<EvalOutcome> outcomes;
+  for (const std::string& spec : adapters) {
+    one.adapter = spec;
+    outcomes.push_back(evaluate_checkpoint(one));
+  }
+  return outcomes;
 }
 
 }  // namespace causal

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "review/adapter_choice.h"
+
 namespace causal {
 
 struct EvalRequest {
@@ -22,12 +24,14 @@ struct EvalRequest {
   std::vector<double> depths;        // difficulty: evidence depths in [0, 1]; empty = DifficultySpec's
   int64_t difficulty_rows = 0;       // difficulty: rows per cell; 0 = DifficultySpec's
   std::vector<std::string> tasks;    // text: multiple-choice benchmark files (JSONL) to score instead
+  std::string adapter;  // --adapter (review/adapter_choice.h): "" as trained, "none", or a LoRA run's path
 };
 
 struct EvalOutcome {
-  nlohmann::json figures;  // written to `file`: top-level "loss" (+ perplexity, bits_per_byte for text)
-  std::string file;        // run_dir/eval/step_N.json, or step_N.<split>-<hash of overrides>.json with --set
-  std::string table;       // human-readable
+  nlohmann::json figures;   // written to `file`: top-level "loss" (+ perplexity, bits_per_byte for text)
+  std::string file;         // run_dir/eval/step_N.json, or step_N.<split>-<hash of overrides>.json with --set
+  std::string table;        // human-readable
+  AdapterIdentity adapter;  // the adapters behind the figures (an empty label: a whole model as it is)
 };
 
 // Text: loss, perplexity and bits per byte over every row of data.val (only that file is opened).
@@ -35,7 +39,17 @@ struct EvalOutcome {
 // length too; with `difficulty`, only the difficulty grid (length x distractors x evidence position),
 // written to step_N.difficulty-<hash>.json. Text with `tasks`: only those benchmarks (acc, acc_norm, their
 // 95% intervals and every item's choice log-probabilities), written to step_N.tasks-<hash>.json.
-// Throws CheckpointError, ConfigError, DataError.
+// The figures record the adapters behind them ("adapter": AdapterIdentity::to_json, null for a whole
+// checkpoint as it is); weights other than the checkpoint's own (another run's adapters, or the base alone
+// of an adapter checkpoint) add the adapter to the file name's hash, so they never replace its own.
+// Throws CheckpointError, ConfigError, DataError, UsageError.
 EvalOutcome evaluate_checkpoint(const EvalRequest& request);
+
+// evaluate_checkpoint of each of `adapters` in turn (request.adapter ignored; none: the checkpoint as
+// trained). Several are evaluated on the one checkpoint `request` names, each resolved and checked against
+// its base before the first is evaluated, so a refused one leaves nothing written; two that name the same
+// adapters are a UsageError.
+std::vector<EvalOutcome> evaluate_each_adapter(const EvalRequest& request,
+                                               const std::vector<std::string>& adapters);
 
 }  // namespace causal

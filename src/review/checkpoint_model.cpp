@@ -29,7 +29,8 @@ bool may_change_at_evaluation(const std::string& path) {
 }  // namespace
 
 CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::string& ref,
-                                      const std::vector<std::string>& overrides) {
+                                      const std::vector<std::string>& overrides, const std::string& adapter,
+                                      const std::string& command) {
   bool sets_original_length = false, sets_max_seq_len = false;
   for (const std::string& assignment : overrides) {
     const std::string path = assignment.substr(0, assignment.find('='));
@@ -69,11 +70,29 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
     }
     applied.insert(applied.end(), overrides.begin(), overrides.end());
     loaded.config = parse_config_text(loaded.checkpoint.config.dump(), source, applied);
+    const AdapterChoice choice = resolve_adapter(adapter, loaded.checkpoint, run_dir, command);
+    loaded.adapter = choice.identity;
+    loaded.own_weights = choice.run_own;
+    // Another run's adapters bring their own train.lora (rank, targets, scale); none attaches none.
+    if (!choice.adapters) {
+      loaded.config.train.lora = LoraConfig{};
+    } else if (choice.adapters->dir != loaded.checkpoint.dir) {
+      loaded.config.train.lora =
+          parse_config_text(choice.adapters->config.dump(), (choice.adapters->dir / "config.json").string(),
+                            {kWithoutEvalTasks})
+              .train.lora;
+    }
     configure_threads(loaded.config.threads);
     loaded.device = resolve_device(loaded.config.device);
     loaded.model = Transformer(loaded.config.model);
     if (loaded.config.train.lora.enabled()) attach_lora(*loaded.model, loaded.config.train.lora);
-    load_model_weights(loaded.checkpoint, *loaded.model);
+    if (choice.adapters) {
+      load_model_weights(*choice.adapters, *loaded.model);
+    } else if (loaded.checkpoint.state.base) {
+      load_model_weights(read_base_checkpoint(loaded.checkpoint).dir, *loaded.model);
+    } else {
+      load_model_weights(loaded.checkpoint, *loaded.model);
+    }
     // The base as its adapters trained over it (train.lora.base_dtype); exports read it dequantized.
     if (loaded.config.train.lora.enabled())
       hold_base_weights(*loaded.model, loaded.config.train.lora.base_dtype);

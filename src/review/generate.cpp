@@ -156,7 +156,8 @@ std::vector<int64_t> prompt_ids(const GenerateRequest& request, const RunTokeniz
 
 GenerateResult generate_text(const GenerateRequest& request) {
   check_sampling_flags(request);
-  CheckpointModel loaded = load_checkpoint_model(request.run_dir, request.checkpoint, request.overrides);
+  CheckpointModel loaded = load_checkpoint_model(request.run_dir, request.checkpoint, request.overrides,
+                                                 request.adapter, "generate");
   const RunConfig& config = loaded.config;
   if (!task_traits(config.data.kind).generates_text) {
     throw CheckpointError("[generate] " + loaded.checkpoint.dir.string() + " is a " +
@@ -166,6 +167,7 @@ GenerateResult generate_text(const GenerateRequest& request) {
   const int64_t context = config.model.max_seq_len;
   GenerateResult result;
   result.step = loaded.checkpoint.state.step;
+  result.adapter = loaded.adapter;
   result.prompt_ids = prompt_ids(request, run, context, result.chat_family);
   // A chat ends at its template's end-of-turn token: an id where the tokenizer has it as one token,
   // else the text, found at the end of what has been decoded.

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "review/adapter_choice.h"
+
 namespace causal {
 
 struct GenerateRequest {
@@ -25,6 +27,7 @@ struct GenerateRequest {
   std::string chat;
   std::string system;
   std::string chat_template;
+  std::string adapter;  // --adapter (review/adapter_choice.h): "" as trained, "none", or a LoRA run's path
 };
 
 struct GenerateResult {
@@ -36,6 +39,7 @@ struct GenerateResult {
   std::string chat_family;             // chat: the template family used
   double max_abs_diff = 0.0;           // with verify_cache: largest |cached - full| logit over all steps
   int64_t step = 0;                    // checkpoint step
+  AdapterIdentity adapter;             // the adapters generating (an empty label: a whole model as it is)
   double prompt_seconds = 0.0;         // the prompt's forward pass (prefill)
   double generate_seconds = 0.0;       // the tokens after it, one forward pass each
 };

@@ -20,6 +20,7 @@
 #include "io/run_files.h"
 #include "review/attention_sample.h"
 #include "review/html_page.h"
+#include "review/report_evaluations.h"
 #include "review/run_history.h"
 #include "review/svg_chart.h"
 #include "task/benchmark_eval.h"
@@ -281,8 +282,11 @@ std::string loss_chart(const ChartRows& rows) {
   const auto eval_points = field_points(rows.eval, eval_field);
   if (!eval_points.empty()) {
     const bool test = rows.traits != nullptr && std::string(rows.traits->held_out_split) == "test";
-    svg::Series s = series(test ? "test loss (eval)" : "validation loss (eval)", eval_points, "#ff7f0e",
-                           svg::SeriesStyle::kLineMarkers);
+    // A LoRA run evaluates its own adapters on the base while it trains.
+    const bool lora = rows.h.config && rows.h.config->train.lora.enabled();
+    svg::Series s = series(std::string(test ? "test loss" : "validation loss") +
+                               (lora ? " (eval, adapters of this run)" : " (eval)"),
+                           eval_points, "#ff7f0e", svg::SeriesStyle::kLineMarkers);
     s.marker_radius = 3.5;
     c.series.push_back(s);
   }
@@ -664,9 +668,14 @@ std::string render_report(const std::string& run_dir) {
   page += header_section(h);
   page += charts_section(h);
   if (h.config && task_traits(h.config->data.kind).has_lab_checks) page += controls_section(h);
+  page += evaluations_section(evaluation_records(h));
   page += attention_section(h);
   page += page_end(h.dir.string());
   return page;
+}
+
+std::string render_summary(const std::string& run_dir) {
+  return evaluations_summary(evaluation_records(read_run_history(run_dir)));
 }
 
 std::string write_report(const std::string& run_dir) {

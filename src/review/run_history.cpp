@@ -26,14 +26,6 @@ bool read_text(const fs::path& file, std::string& out) {
   return true;
 }
 
-// A JSON file that may be absent or half-written: null then.
-nlohmann::json read_optional_json(const fs::path& file) {
-  std::string text;
-  if (!read_text(file, text)) return nullptr;
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return value.is_discarded() ? nlohmann::json() : value;
-}
-
 int64_t step_of(const nlohmann::json& row) {
   const auto it = row.find("step");
   return it != row.end() && it->is_number_integer() ? it->get<int64_t>() : -1;
@@ -44,6 +36,13 @@ double number_or_nan(const nlohmann::json& value) {
 }
 
 }  // namespace
+
+nlohmann::json read_optional_json(const fs::path& file) {
+  std::string text;
+  if (!read_text(file, text)) return nullptr;
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return value.is_discarded() ? nlohmann::json() : value;
+}
 
 int64_t RunHistory::last_step() const { return train_rows.empty() ? 0 : step_of(train_rows.back()); }
 

@@ -35,6 +35,10 @@ struct RunHistory {
 // say from another version, leaves `config` empty and says why in `config_problem`).
 RunHistory read_run_history(const std::filesystem::path& run_dir);
 
+// A JSON file of a run folder that may be absent or half-written (the folder is read while it is being
+// written): null then.
+nlohmann::json read_optional_json(const std::filesystem::path& file);
+
 // (step, value) of every row carrying `field` as a number; a null value (non-finite when logged) gives
 // NaN, so a chart breaks its line there.
 std::vector<std::pair<double, double>> field_points(const std::vector<nlohmann::json>& rows,

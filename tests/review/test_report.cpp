@@ -365,6 +365,66 @@ CATCH_TEST_CASE(
   fs::remove_all(r);
 }
 
+// Every figure eval recorded is shown beside the adapters behind it, on the page and in the text summary:
+// another run's adapters (label and digest prefix), the base alone, a whole model as it is, a record from
+// before adapters were named, and a LoRA run's own training row; a half-written record is skipped.
+CATCH_TEST_CASE("report: each evaluation names the adapters behind its figures", "[unit][report][adapter]") {
+  const fs::path dir = fresh_dir("adapters");
+  write_file(dir / "config.json",
+             R"({"name": "tune", "data": {"kind": "text", "train": "a.tok", "val": "b.tok"},
+    "train": {"steps": 10, "lora": {"rank": 4}}})");
+  write_file(dir / "metrics.jsonl", R"({"kind":"eval","step":10,"val_loss":1.75,"val_perplexity":5.75})"
+                                    "\n");
+  const std::string sha = "abcdef0123456789" + std::string(48, '0');
+  write_file(dir / "eval" / "step_00000010.val-11111111.json",
+             R"({"step": 10, "split": "val", "loss": 1.25, "perplexity": 3.5,
+      "adapter": {"label": "runs/tuneA@step7", "checkpoint": "/r/tuneA/checkpoints/step_00000007", "step": 7,
+                  "sha256": ")" +
+                 sha + R"(", "base": "/r/base/checkpoints/step_00000006", "base_sha256": "ff"}})");
+  write_file(dir / "eval" / "step_00000010.val-22222222.json",
+             R"j({"step": 10, "split": "val", "loss": 2.5,
+      "adapter": {"label": "none (base)", "checkpoint": null, "base": "/r/base/checkpoints/step_00000006"}})j");
+  write_file(dir / "eval" / "step_00000010.tasks-33333333.json",
+             R"({"step": 10, "benchmarks": {"tiny": {"acc": 0.5, "acc_norm": 0.25}}, "adapter": null})");
+  write_file(dir / "eval" / "step_00000004.json", R"({"step": 4, "split": "val", "loss": 3.0})");
+  write_file(dir / "eval" / "step_00000011.json", R"({"step": 11, "split": "va)");  // being written
+
+  const std::string html = render_report(dir.string());
+  check_self_contained(html);
+  const std::string text = render_summary(dir.string());
+  for (const std::string& expected :
+       {std::string("runs/tuneA@step7"), std::string("abcdef012345"), std::string("none (base)"),
+        std::string("whole model"), std::string("(not recorded)"), std::string("loss 1.25"),
+        std::string("tiny acc 0.5"), std::string("tiny acc_norm 0.25"), std::string("loss 1.75"),
+        dir.string() + "@step10", std::string("step_00000010.val-22222222.json")}) {
+    CATCH_INFO(expected);
+    CATCH_CHECK(html.find(expected) != std::string::npos);
+    CATCH_CHECK(text.find(expected) != std::string::npos);
+  }
+  CATCH_CHECK(html.find("step_00000011") == std::string::npos);
+  CATCH_CHECK(html.find("validation loss (eval, adapters of this run)") != std::string::npos);
+  // One line per record (4 files and the training row) under a heading, oldest step first.
+  CATCH_CHECK(count_of(text, "\n") == 6);
+  CATCH_CHECK(text.find("step_00000004.json") < text.find("step_00000010"));
+  // A row's figures sit beside its own adapters: the base alone scored 2.5, tuneA's adapters 1.25.
+  const auto row_of = [&](const std::string& needle) {
+    const size_t at = html.find(needle);
+    return at == std::string::npos
+               ? std::string()
+               : html.substr(html.rfind("<tr>", at), html.find("</tr>", at) - html.rfind("<tr>", at));
+  };
+  CATCH_CHECK(row_of("<code>none (base)</code></td>").find("loss 2.5") != std::string::npos);
+  CATCH_CHECK(row_of("<code>runs/tuneA@step7</code></td>").find("loss 1.25") != std::string::npos);
+
+  // A run with no evaluation says so, and prints nothing.
+  const fs::path empty = fresh_dir("adapters_none");
+  write_file(empty / "config.json", R"({"name": "e"})");
+  CATCH_CHECK(render_report(empty.string()).find("No evaluation yet") != std::string::npos);
+  CATCH_CHECK(render_summary(empty.string()).empty());
+  fs::remove_all(dir);
+  fs::remove_all(empty);
+}
+
 // A config.json this build cannot read (another version's key) still gets its page: curves, no config
 // tables, and a note naming the key.
 CATCH_TEST_CASE("report of a run whose config.json this build does not read", "[unit][report]") {

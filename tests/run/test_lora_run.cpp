@@ -1,12 +1,17 @@
 // An adapter run end to end: it starts from a full checkpoint (its base), writes adapter checkpoints that
-// hold the adapters alone and name the base, resumes bit for bit, and refuses a base that changed.
+// hold the adapters alone and name the base, resumes bit for bit, and refuses a base that changed; eval,
+// generate and the report switch adapters off or between runs tuned on the same base (--adapter).
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
@@ -21,6 +26,7 @@
 #include "support/byte_docs.h"
 #include "support/cli.h"
 #include "support/held_weights.h"
+#include "support/html_checks.h"
 #include "support/metrics_rows.h"
 #include "support/scratch_dir.h"
 #include "train/replay.h"
@@ -30,7 +36,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-RunConfig lora_text_config(const fs::path& dir, int64_t steps, int64_t rank) {
+RunConfig lora_text_config(const fs::path& dir, int64_t steps, int64_t rank, int64_t max_seq_len = 32) {
   std::vector<std::string> docs;
   for (int i = 0; i < 30; ++i)
     docs.push_back("doc " + std::to_string(i * 13 % 17) + " says hello world " + std::to_string(i));
@@ -40,7 +46,8 @@ RunConfig lora_text_config(const fs::path& dir, int64_t steps, int64_t rank) {
       R"({"name": "lora-text", "seed": 5, "threads": 1,
     "model": {"inputs": [{"name": "token", "vocab": 259}], "output_vocab": 259, "d_model": 32,
               "n_layers": 2, "n_heads": 4, "ffn": "swiglu", "norm": "rmsnorm", "position": "rope",
-              "max_seq_len": 32, "bias": false, "tie_embeddings": false},
+              "max_seq_len": )" +
+      std::to_string(max_seq_len) + R"(, "bias": false, "tie_embeddings": false},
     "data": {"kind": "text", "train": ")" +
       (dir / "train.tok").string() + R"(", "val": ")" + (dir / "val.tok").string() + R"(", "seq_len": 32},
     "train": {"steps": )" +
@@ -307,4 +314,171 @@ CATCH_TEST_CASE("lora run: each train.lora.base_dtype trains, resumes bit for bi
     CATCH_CHECK((unheld - want).abs().max().item<double>() > 10 * error);
     CATCH_CHECK((unheld - want).abs().max().item<double>() > 1e-4 * scale);
   }
+}
+
+namespace {
+
+// Room for a ChatML prompt of bytes (about 50) and its answer; rope has no position table to train.
+constexpr int64_t kChatContext = 96;
+
+// The figures of the one file in `run`/eval that `pick` accepts by name.
+nlohmann::json eval_figures(const fs::path& run, const std::function<bool(const std::string&)>& pick) {
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(run / "eval"))
+    if (pick(entry.path().filename().string())) found.push_back(entry.path());
+  CATCH_REQUIRE(found.size() == 1);
+  return nlohmann::json::parse(testing::slurp(found.front()));
+}
+
+// Every file a folder holds, with its bytes: what a refused command must leave as it was.
+std::map<std::string, std::string> folder_bytes(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().filename() != ".lock")
+      out[entry.path().string()] = testing::slurp(entry.path());
+  return out;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("lora adapters switched: eval and generate on the base alone or another run's adapters",
+                "[e2e][lora][adapter]") {
+  const testing::ScratchDir scratch("lora_switch");
+  const fs::path root = scratch.path;
+  lora_run(lora_text_config(root, 6, 0, kChatContext), root / "base", "never");
+  // Two tunes of the one base, with their own steps, rank, targets and lr (a continued run keeps its seed).
+  lora_run(lora_text_config(root, 14, 4, kChatContext), root / "tuneA", (root / "base").string());
+  RunConfig b = lora_text_config(root, 12, 2, kChatContext);
+  b.train.optimizer.lr = 0.02;
+  b.train.lora.targets = {"q", "k", "o", "up"};
+  lora_run(b, root / "tuneB", (root / "base").string());
+  // A tune of another base (another seed, the same shapes).
+  RunConfig other = lora_text_config(root, 6, 0, kChatContext);
+  other.seed = 9;
+  lora_run(other, root / "base2", "never");
+  RunConfig c = lora_text_config(root, 8, 4, kChatContext);
+  c.seed = 9;
+  lora_run(c, root / "tuneC", (root / "base2").string());
+  const std::string base = (root / "base").string(), tune_a = (root / "tuneA").string(),
+                    tune_b = (root / "tuneB").string(), tune_c = (root / "tuneC").string();
+
+  // Refusals first, while eval/ exists nowhere: exit 2, one line naming what is wrong, nothing written.
+  const auto before = folder_bytes(root);
+  const testing::Result mismatch =
+      testing::run_causal("eval --run " + base + " --adapter " + tune_a + " --adapter " + tune_c);
+  CATCH_CHECK(mismatch.code == 2);
+  CATCH_CHECK(testing::line_count(mismatch.err) == 1);
+  CATCH_CHECK_THAT(mismatch.err, Catch::Contains("--adapter " + tune_c) &&
+                                     Catch::Contains("trained on base") &&
+                                     Catch::Contains((root / "base2").string()) &&
+                                     Catch::Contains((root / "base").string()) && Catch::Contains("sha256"));
+  CATCH_CHECK(mismatch.out.empty());  // tuneA, before it in the list, was not evaluated either
+  const testing::Result generate_mismatch =
+      testing::run_causal("generate --run " + tune_a + " --adapter " + tune_c + " --prompt doc");
+  CATCH_CHECK(generate_mismatch.code == 2);
+  CATCH_CHECK_THAT(generate_mismatch.err, Catch::Contains("generate: --adapter"));
+  const testing::Result whole = testing::run_causal("eval --run " + tune_a + " --adapter " + base);
+  CATCH_CHECK(whole.code == 2);
+  CATCH_CHECK_THAT(whole.err, Catch::Contains("is a whole checkpoint"));
+  CATCH_CHECK(testing::run_causal("eval --run " + base + " --adapter " + (root / "nowhere").string()).code ==
+              2);
+  CATCH_CHECK(testing::run_causal("eval --run " + base + " --adapter " + tune_a + " --adapter " + tune_a +
+                                  "/checkpoints/step_00000014")
+                  .code == 2);  // the same adapters twice
+  CATCH_CHECK(folder_bytes(root) == before);
+
+  const auto figures_of = [](const testing::Result& r, const fs::path& run, bool own) {
+    CATCH_REQUIRE(r.code == 0);
+    return eval_figures(run, [own](const std::string& name) {
+      return own ? name == "step_00000006.json" || name == "step_00000014.json" ||
+                       name == "step_00000012.json"
+                 : name.find(".val-") != std::string::npos;
+    });
+  };
+  // Each run evaluated as it is: the references.
+  const nlohmann::json base_figures = figures_of(testing::run_causal("eval --run " + base), base, true);
+  const nlohmann::json a_figures = figures_of(testing::run_causal("eval --run " + tune_a), tune_a, true);
+  const nlohmann::json b_figures = figures_of(testing::run_causal("eval --run " + tune_b), tune_b, true);
+  CATCH_CHECK(base_figures["adapter"].is_null());  // a whole model as it is
+  CATCH_CHECK(a_figures["adapter"]["label"] == tune_a + "@step14");
+  // Not vacuous: the tunes moved the loss, each its own way.
+  CATCH_CHECK(a_figures["loss"] != base_figures["loss"]);
+  CATCH_CHECK(b_figures["loss"] != base_figures["loss"]);
+  CATCH_CHECK(a_figures["loss"] != b_figures["loss"]);
+
+  // The base alone under a tune's run folder is the base run's figures, bit for bit.
+  const nlohmann::json none =
+      figures_of(testing::run_causal("eval --run " + tune_a + " --adapter none"), tune_a, false);
+  CATCH_CHECK(none["adapter"]["label"] == "none (base)");
+  CATCH_CHECK(none["adapter"]["checkpoint"].is_null());
+  for (const char* key : {"loss", "perplexity", "bits_per_byte"}) {
+    CATCH_INFO(key);
+    CATCH_CHECK(none[key] == base_figures[key]);
+  }
+  // tuneA's adapters on its base, named from the base run and from tuneB: tuneA's figures.
+  const nlohmann::json a_on_b =
+      figures_of(testing::run_causal("eval --run " + tune_b + " --adapter " + tune_a), tune_b, false);
+  CATCH_CHECK(a_on_b["loss"] == a_figures["loss"]);
+  CATCH_CHECK(a_on_b["adapter"]["label"] == tune_a + "@step14");
+
+  // Three in one command: one block and one labelled row each, every figure its own run's.
+  const testing::Result three = testing::run_causal("eval --run " + base + " --adapter none --adapter " +
+                                                    tune_a + " --adapter " + tune_b);
+  CATCH_REQUIRE(three.code == 0);
+  CATCH_CHECK(testing::count_of(three.out, "written to ") == 3);
+  CATCH_REQUIRE(three.out.find("adapters compared") != std::string::npos);
+  const std::string compared = three.out.substr(three.out.find("adapters compared"));
+  CATCH_CHECK(testing::line_count(compared) == 4);
+  CATCH_CHECK_THAT(compared, Catch::Contains("none (base)") && Catch::Contains(tune_a + "@step14") &&
+                                 Catch::Contains(tune_b + "@step12"));
+  const nlohmann::json none_on_base = figures_of(three, base, true);  // the base's own: its default file
+  CATCH_CHECK(none_on_base["loss"] == base_figures["loss"]);
+  CATCH_CHECK(none_on_base["adapter"]["label"] == "none (base)");
+  for (const auto& [label, reference] :
+       {std::pair{tune_a + "@step14", a_figures}, std::pair{tune_b + "@step12", b_figures}}) {
+    const std::string wanted = label;  // a lambda may not capture a structured binding (C++17)
+    const nlohmann::json got = eval_figures(root / "base", [&](const std::string& name) {
+      if (name.find(".val-") == std::string::npos) return false;
+      return nlohmann::json::parse(testing::slurp(root / "base" / "eval" / name))["adapter"]["label"] ==
+             wanted;
+    });
+    CATCH_CHECK(got["loss"] == reference["loss"]);
+    CATCH_CHECK(got["adapter"]["sha256"] == reference["adapter"]["sha256"]);
+    CATCH_CHECK(got["adapter"]["sha256"].get<std::string>().size() == 64);
+    CATCH_CHECK_THAT(compared, Catch::Contains(got["adapter"]["sha256"].get<std::string>().substr(0, 12)));
+  }
+
+  // generate, greedy: the base alone under tuneA is the base's text; tuneA's adapters on the base are
+  // tuneA's text, which is not the base's (else the first check would prove nothing).
+  const auto greedy = [](const std::string& args) {
+    const testing::Result r = testing::run_causal("generate --temperature 0 --max-new-tokens 24 " + args);
+    CATCH_REQUIRE(r.code == 0);
+    return r.out;
+  };
+  const std::string base_text = greedy("--run " + base + " --prompt 'doc 3 says'");
+  const std::string a_text = greedy("--run " + tune_a + " --prompt 'doc 3 says'");
+  CATCH_CHECK(greedy("--run " + tune_a + " --adapter none --prompt 'doc 3 says'") == base_text);
+  CATCH_CHECK(greedy("--run " + base + " --adapter " + tune_a + " --prompt 'doc 3 says'") == a_text);
+  CATCH_CHECK(a_text != base_text);
+  const std::string base_chat = greedy("--run " + base + " --chat hello");
+  CATCH_CHECK(greedy("--run " + tune_b + " --adapter none --chat hello") == base_chat);
+  CATCH_CHECK(greedy("--run " + base + " --adapter " + tune_b + " --chat hello") ==
+              greedy("--run " + tune_b + " --chat hello"));
+
+  // The report names the adapters behind each figure, on the page and in the text it prints.
+  const testing::Result report = testing::run_causal("report --run " + base);
+  CATCH_REQUIRE(report.code == 0);
+  const std::string html = testing::slurp(root / "base" / "report.html");
+  for (const std::string& label : {std::string("none (base)"), tune_a + "@step14", tune_b + "@step12",
+                                   a_figures["adapter"]["sha256"].get<std::string>().substr(0, 12)}) {
+    CATCH_INFO(label);
+    CATCH_CHECK(report.out.find(label) != std::string::npos);
+    CATCH_CHECK(html.find(label) != std::string::npos);
+  }
+  // A LoRA run's own page: its training eval row and its eval record, both its own adapters.
+  CATCH_REQUIRE(testing::run_causal("report --run " + tune_a).code == 0);
+  const std::string a_html = testing::slurp(root / "tuneA" / "report.html");
+  CATCH_CHECK(testing::count_of(a_html, tune_a + "@step14") >= 2);
+  CATCH_CHECK_THAT(a_html,
+                   Catch::Contains("training eval row") && Catch::Contains("<code>none (base)</code></td>"));
 }
