@@ -32,11 +32,11 @@ using namespace causal::testing;
 // helpers (llama_model, python, ...) would clash.
 namespace adapter_export_test {
 
-constexpr double kLogprobTolerance = 1e-4;    // per token, f32 weights
+constexpr double kLogprobTolerance = 1e-4;  // per token, f32 weights
 // llama.cpp's gpt2: GELU through a float16 table; these seeds measured 1.28e-4 (2026-12-07, twice), the
 // bound leaves room for another BLAS's rounding only.
 constexpr double kGeluTableTolerance = 2e-4;
-constexpr double kAppliedAtLeast = 1e-2;      // base vs merged: the adapter must move log-probs this much
+constexpr double kAppliedAtLeast = 1e-2;  // base vs merged: the adapter must move log-probs this much
 
 std::map<std::string, at::Tensor> merged(const LoraAdapter& adapter,
                                          std::map<std::string, at::Tensor> weights) {
