@@ -47,7 +47,7 @@ at::Tensor LinearImpl::adapted(const at::Tensor& x, const at::Tensor& y, bool y_
   if (!adapter_) return y;
   const at::Tensor none;
   // A held weight as float32 only for an adapter that reads it (DoRA's norms): a transient whole copy.
-  const at::Tensor w = held() && adapter_->reads_weight() ? dense_weight() : weight;
+  const at::Tensor w = adapter_->reads_weight() ? dense_weight() : weight;
   return y + adapter_->delta(x, {w, y, y_has_bias ? bias : none});
 }
 
