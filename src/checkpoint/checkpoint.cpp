@@ -275,7 +275,8 @@ namespace {
 // Copies the tensors of `files` (each name in one file only) into `model`'s parameters of those names;
 // `files` together must hold every parameter and nothing else.
 // With `frozen_only`, the parameters that require no gradient: an adapter run's base, its adapters fresh.
-void load_parameters(const std::vector<std::string>& files, torch::nn::Module& model, bool frozen_only) {
+void load_parameters(const std::vector<std::string>& files, torch::nn::Module& model, bool frozen_only,
+                     const TensorRead& after_read) {
   // The headers first: every check passes before a byte of data is read, and the data then goes straight
   // into the parameters (a second copy of a large base would double the load's peak memory).
   std::map<std::string, SafetensorsTensorInfo> stored;
@@ -315,18 +316,18 @@ void load_parameters(const std::vector<std::string>& files, torch::nn::Module& m
     std::map<std::string, at::Tensor> targets;
     for (const auto& [name, from] : file_of)
       if (from == f) targets.emplace(name, parameters[name]);
-    read_safetensors_into(f, targets);
+    read_safetensors_into(f, targets, after_read);
   }
 }
 
 }  // namespace
 
-void load_model_weights(const fs::path& dir, torch::nn::Module& model) {
-  load_parameters({(dir / kModelFile).string()}, model, /*frozen_only=*/false);
+void load_model_weights(const fs::path& dir, torch::nn::Module& model, const TensorRead& after_read) {
+  load_parameters({(dir / kModelFile).string()}, model, /*frozen_only=*/false, after_read);
 }
 
-void load_frozen_weights(const fs::path& dir, torch::nn::Module& model) {
-  load_parameters({(dir / kModelFile).string()}, model, /*frozen_only=*/true);
+void load_frozen_weights(const fs::path& dir, torch::nn::Module& model, const TensorRead& after_read) {
+  load_parameters({(dir / kModelFile).string()}, model, /*frozen_only=*/true, after_read);
 }
 
 CheckpointInfo read_base_checkpoint(const CheckpointInfo& checkpoint) {
@@ -351,11 +352,12 @@ CheckpointInfo read_base_checkpoint(const CheckpointInfo& checkpoint) {
   return now;
 }
 
-void load_model_weights(const CheckpointInfo& checkpoint, torch::nn::Module& model) {
-  if (!checkpoint.state.base) return load_model_weights(checkpoint.dir, model);
+void load_model_weights(const CheckpointInfo& checkpoint, torch::nn::Module& model,
+                        const TensorRead& after_read) {
+  if (!checkpoint.state.base) return load_model_weights(checkpoint.dir, model, after_read);
   const CheckpointInfo base = read_base_checkpoint(checkpoint);
   load_parameters({(base.dir / kModelFile).string(), (checkpoint.dir / kAdapterFile).string()}, model,
-                  /*frozen_only=*/false);
+                  /*frozen_only=*/false, after_read);
 }
 
 void load_optimizer_state(const fs::path& dir, torch::nn::Module& model, torch::optim::Optimizer& optimizer) {

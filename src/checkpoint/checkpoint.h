@@ -22,6 +22,7 @@
 
 #include "core/rng_state.h"
 #include "core/runtime.h"
+#include "io/safetensors.h"
 
 namespace causal {
 
@@ -116,14 +117,18 @@ std::filesystem::path find_checkpoint(const std::filesystem::path& run_dir, cons
 
 // Copies the stored parameters into `model`; every name must be present once with the same shape and
 // dtype (a model of another shape is refused, never partially loaded). Throws CheckpointError.
-void load_model_weights(const std::filesystem::path& dir, torch::nn::Module& model);
+// `after_read` as read_safetensors_into's (io/safetensors.h): called with each parameter's name once loaded.
+void load_model_weights(const std::filesystem::path& dir, torch::nn::Module& model,
+                        const TensorRead& after_read = {});
 // The same for a checkpoint read by read_checkpoint: an adapter checkpoint's parameters come from its
 // adapter file and its base's model file together (the base verified first, and refused by name when its
 // model.safetensors is no longer the one the run started from); a full checkpoint's from its own.
-void load_model_weights(const CheckpointInfo& checkpoint, torch::nn::Module& model);
+void load_model_weights(const CheckpointInfo& checkpoint, torch::nn::Module& model,
+                        const TensorRead& after_read = {});
 // A full checkpoint's weights into the parameters of `model` that require no gradient (the first step of
 // an adapter run on it: the adapters keep their fresh init); the file must hold exactly those.
-void load_frozen_weights(const std::filesystem::path& dir, torch::nn::Module& model);
+void load_frozen_weights(const std::filesystem::path& dir, torch::nn::Module& model,
+                         const TensorRead& after_read = {});
 
 // Restores AdamW moments and step counts for `model`'s parameters (options such as lr are not stored:
 // the trainer recomputes lr from the step). Throws CheckpointError.

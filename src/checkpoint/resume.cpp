@@ -131,8 +131,19 @@ void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested
                      const nlohmann::json& identity, spdlog::logger* log) {
   // An import without data takes any data its tokenizer encoded: only the tokenizer is compared.
   const bool awaiting = awaits_data(from.state);
+  // An adapter run's first start on a full checkpoint is a new run over frozen weights: how its products
+  // compute (model.autocast and its weight shadows) is its own to choose, as it is for eval; the weights
+  // and their shapes are not.
+  nlohmann::json stored = from.config, requested = requested_config;
+  const bool adapters_start = !from.state.base && requested.contains("train") &&
+                              requested["train"].contains("lora") &&
+                              requested["train"]["lora"].value("rank", 0) > 0;
+  if (adapters_start)
+    for (nlohmann::json* config : {&stored, &requested})
+      if (config->contains("model"))
+        for (const char* key : {"autocast", "weight_shadows"}) (*config)["model"].erase(key);
   std::vector<std::string> errors =
-      config_differences(from.config, requested_config,
+      config_differences(stored, requested,
                          awaiting ? std::vector<std::string>{"model", "seed"}
                                   : std::vector<std::string>{"model", "data", "seed"});
   // An adapter checkpoint continues with the very adapters it holds (their shapes, scale and targets).

@@ -51,7 +51,8 @@ std::optional<nlohmann::json> finished_results(const StartPlan& plan, const Chec
 
 // The requested config must describe the same model, data and seed as the checkpoint's, and the data
 // must still be what it was (`identity`, from the task); steps, intervals, threads may change and are
-// logged as warnings. Throws CheckpointError listing every difference.
+// logged as warnings. An adapter run's first start on a full checkpoint may also change model.autocast and
+// model.weight_shadows. Throws CheckpointError listing every difference.
 void check_resumable(const CheckpointInfo& from, const nlohmann::json& requested_config,
                      const nlohmann::json& identity, spdlog::logger* log);
 

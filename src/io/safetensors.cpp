@@ -132,7 +132,8 @@ std::vector<SafetensorsTensorInfo> safetensors_tensors(const std::string& path) 
   return out;
 }
 
-void read_safetensors_into(const std::string& path, const std::map<std::string, at::Tensor>& targets) {
+void read_safetensors_into(const std::string& path, const std::map<std::string, at::Tensor>& targets,
+                           const TensorRead& after_read) {
   OpenSafetensors f = open_safetensors(path);
   for (const SafetensorsEntry& e : f.header.entries) {
     const auto found = targets.find(e.name);
@@ -155,6 +156,7 @@ void read_safetensors_into(const std::string& path, const std::map<std::string, 
       read_entry(f, path, e, buffer);
       t.copy_(buffer);
     }
+    if (after_read) after_read(e.name);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -37,7 +38,11 @@ std::vector<SafetensorsTensorInfo> safetensors_tensors(const std::string& path);
 // Reads each tensor of the file into targets[name], in place: no second copy of the data is held (a CPU
 // contiguous target is read into directly; another goes through one tensor-sized buffer). Every tensor of
 // the file must have a target of its shape and dtype and every target a tensor (CheckpointError otherwise,
-// before anything is read). Callers hold a NoGradGuard when the targets are parameters.
-void read_safetensors_into(const std::string& path, const std::map<std::string, at::Tensor>& targets);
+// before anything is read). Callers hold a NoGradGuard when the targets are parameters. `after_read`, when
+// set, is called with each tensor's name once its target holds it, before the next is read (a caller may
+// then replace the target's storage, e.g. hold it in less memory).
+using TensorRead = std::function<void(const std::string& name)>;
+void read_safetensors_into(const std::string& path, const std::map<std::string, at::Tensor>& targets,
+                           const TensorRead& after_read = {});
 
 }  // namespace causal

@@ -8,6 +8,7 @@
 #include "model/autocast_scope.h"
 #include "model/gpu_products.h"
 #include "model/kv_cache.h"
+#include "model/weight_init.h"
 
 namespace causal {
 
@@ -41,7 +42,7 @@ void AttentionImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
   for (Linear* layer : {&q_proj_, &k_proj_, &v_proj_, &o_proj_}) {
     const double std = layer == &o_proj_ ? options_.out_init_std() : options_.init_std();
-    torch::nn::init::normal_((*layer)->weight, 0.0, std);
+    if (draws_initial_weights()) torch::nn::init::normal_((*layer)->weight, 0.0, std);
     if ((*layer)->bias.defined()) torch::nn::init::zeros_((*layer)->bias);
   }
   for (Norm* norm : {&q_norm_, &k_norm_}) {

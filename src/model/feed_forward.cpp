@@ -8,12 +8,13 @@
 #include "model/autocast_scope.h"
 #include "model/fused_hidden_projection.h"
 #include "model/hidden_projection.h"
+#include "model/weight_init.h"
 
 namespace causal {
 namespace {
 
 void init_linear(Linear& layer, double std) {
-  torch::nn::init::normal_(layer->weight, 0.0, std);
+  if (draws_initial_weights()) torch::nn::init::normal_(layer->weight, 0.0, std);
   if (layer->bias.defined()) torch::nn::init::zeros_(layer->bias);
 }
 

@@ -7,6 +7,7 @@
 
 #include "model/autocast_scope.h"
 #include "model/frozen_weight.h"
+#include "model/weight_init.h"
 
 namespace causal {
 
@@ -18,7 +19,9 @@ LinearImpl::LinearImpl(const LinearOptions& options) : options_(options) {
   if (options_.bias()) bias = register_parameter("bias", torch::empty({options_.out_features()}));
   // torch::nn::Linear's own init, which the owners then overwrite: it draws from the default generator,
   // and drawing the same numbers keeps every model (and dropout after it) as seeded before this module.
+  // A model built to be loaded draws nothing (weight_init.h).
   torch::NoGradGuard no_grad;
+  if (!draws_initial_weights()) return;
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (bias.defined()) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(options_.in_features()));

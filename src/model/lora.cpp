@@ -95,6 +95,18 @@ void hold_base_weights(torch::nn::Module& model, BaseDtype dtype) {
     if (auto* product = dynamic_cast<LinearImpl*>(item.value().get())) product->hold_weight(dtype);
 }
 
+std::function<void(const std::string&)> hold_each_loaded(torch::nn::Module& model, BaseDtype dtype) {
+  if (dtype == BaseDtype::kF32) return [](const std::string&) {};
+  std::map<std::string, LinearImpl*> products;
+  for (const auto& item : model.named_modules("", /*include_self=*/false))
+    if (auto* product = dynamic_cast<LinearImpl*>(item.value().get()))
+      products.emplace(item.key() + ".weight", product);
+  return [products = std::move(products), dtype](const std::string& name) {
+    const auto found = products.find(name);
+    if (found != products.end()) found->second->hold_weight(dtype);
+  };
+}
+
 std::map<std::string, at::Tensor> dense_parameters(torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
   std::map<std::string, at::Tensor> out;
@@ -123,7 +135,7 @@ void reset_dora_magnitudes(torch::nn::Module& model) {
     auto* product = dynamic_cast<LinearImpl*>(item.value().get());
     if (product == nullptr) continue;
     auto* lora = dynamic_cast<LoraImpl*>(product->adapter());
-    if (lora != nullptr && lora->options().dora()) lora->reset_magnitude(product->weight);
+    if (lora != nullptr && lora->options().dora()) lora->reset_magnitude(product->dense_weight());
   }
 }
 

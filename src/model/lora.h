@@ -5,6 +5,7 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -71,8 +72,8 @@ std::string lora_target_of(const std::string& product_path);
 // the adapted products' paths. Throws std::invalid_argument (c10::Error) when no product is targeted.
 std::vector<std::string> attach_lora(TransformerImpl& model, const LoraConfig& config);
 
-// Sets every DoRA adapter's magnitude of `model` from its product's weight (LoraImpl::reset_magnitude): once
-// the base weights are in, before the first step.
+// Sets every DoRA adapter's magnitude of `model` from its product's weight (LoraImpl::reset_magnitude), as
+// float32 where it is held: once the base weights are in, before the first step.
 void reset_dora_magnitudes(torch::nn::Module& model);
 
 // Holds every frozen product weight of `model` (each Linear's weight; an adapter's are no product) in
@@ -80,6 +81,13 @@ void reset_dora_magnitudes(torch::nn::Module& model);
 // weights are loaded. Embeddings (and so a tied head), norms and biases stay float32: a lookup reads a
 // few rows, and they are small. "f32" changes nothing.
 void hold_base_weights(torch::nn::Module& model, BaseDtype dtype);
+
+// hold_base_weights one weight at a time, as a load reads them: called with a parameter's name once the
+// load has written it, holds that product's weight in `dtype` at once, so that no more than one product's
+// float32 weight is resident beside the held ones (with a model built under SkipWeightInit,
+// model/weight_init.h). Names of no product weight are left alone; "f32" returns a callback that does
+// nothing. For the loads' `after_read` (checkpoint/checkpoint.h).
+std::function<void(const std::string&)> hold_each_loaded(torch::nn::Module& model, BaseDtype dtype);
 
 // Every parameter of `model` but the adapters', by name, float32: a held weight dequantized (the values
 // the adapters trained over). Detached.

@@ -9,6 +9,7 @@
 #include "model/gpu_products.h"
 #include "model/mask.h"
 #include "model/rope.h"
+#include "model/weight_init.h"
 
 namespace causal {
 namespace {
@@ -48,14 +49,14 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> tables;
   for (const InputField& field : config_.inputs) {
     torch::nn::Embedding table(field.vocab, d);
-    torch::nn::init::normal_(table->weight, 0.0, config_.init_std);
+    if (draws_initial_weights()) torch::nn::init::normal_(table->weight, 0.0, config_.init_std);
     tables.emplace_back(field.name, table.ptr());
     fields_.push_back(table);
   }
   embed_ = register_module("embed", torch::nn::ModuleDict(tables));
   if (config_.position == PositionKind::kLearned) {
     pos_embed_ = register_module("pos_embed", torch::nn::Embedding(config_.max_seq_len, d));
-    torch::nn::init::normal_(pos_embed_->weight, 0.0, config_.init_std);
+    if (draws_initial_weights()) torch::nn::init::normal_(pos_embed_->weight, 0.0, config_.init_std);
   }
   blocks_list_ = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < config_.n_layers; ++i) {
@@ -66,7 +67,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
       "final_norm", Norm(NormOptions(d).kind(config_.norm).eps(config_.norm_eps).bias(config_.bias)));
   if (!config_.tie_embeddings) {
     head_ = register_module("head", Linear(LinearOptions(d, config_.output_vocab).bias(config_.bias)));
-    torch::nn::init::normal_(head_->weight, 0.0, config_.init_std);
+    if (draws_initial_weights()) torch::nn::init::normal_(head_->weight, 0.0, config_.init_std);
     if (head_->bias.defined()) torch::nn::init::zeros_(head_->bias);
   }
 }

@@ -2,6 +2,7 @@
 #include "review/checkpoint_model.h"
 
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "checkpoint/checkpoint_retry.h"
@@ -9,6 +10,7 @@
 #include "core/errors.h"
 #include "core/runtime.h"
 #include "model/lora.h"
+#include "model/weight_init.h"
 
 namespace causal {
 
@@ -84,18 +86,24 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
     }
     configure_threads(loaded.config.threads);
     loaded.device = resolve_device(loaded.config.device);
-    loaded.model = Transformer(loaded.config.model);
-    if (loaded.config.train.lora.enabled()) attach_lora(*loaded.model, loaded.config.train.lora);
+    const bool adapters = loaded.config.train.lora.enabled();
+    {
+      // Base + adapters are loaded whole: nothing drawn, held a weight at a time (model/weight_init.h).
+      std::optional<SkipWeightInit> loaded_next;
+      if (adapters) loaded_next.emplace();
+      loaded.model = Transformer(loaded.config.model);
+    }
+    if (adapters) attach_lora(*loaded.model, loaded.config.train.lora);
+    // The base as its adapters trained over it (train.lora.base_dtype); exports read it dequantized.
+    const TensorRead hold =
+        adapters ? hold_each_loaded(*loaded.model, loaded.config.train.lora.base_dtype) : TensorRead{};
     if (choice.adapters) {
-      load_model_weights(*choice.adapters, *loaded.model);
+      load_model_weights(*choice.adapters, *loaded.model, hold);
     } else if (loaded.checkpoint.state.base) {
       load_model_weights(read_base_checkpoint(loaded.checkpoint).dir, *loaded.model);
     } else {
       load_model_weights(loaded.checkpoint, *loaded.model);
     }
-    // The base as its adapters trained over it (train.lora.base_dtype); exports read it dequantized.
-    if (loaded.config.train.lora.enabled())
-      hold_base_weights(*loaded.model, loaded.config.train.lora.base_dtype);
   });
   loaded.model->to(loaded.device);
   loaded.model->eval();

@@ -17,6 +17,7 @@
 #include "model/count_parameters.h"
 #include "model/lora.h"
 #include "model/transformer.h"
+#include "model/weight_init.h"
 #include "run/interrupt.h"
 #include "run/rank_context.h"
 #include "run/rank_output.h"
@@ -173,9 +174,15 @@ class TrainJob {
     Task& task = *opened.task;
     Built built;
     torch::manual_seed(static_cast<uint64_t>(config_.seed));
-    built.model = Transformer(config_.model);
-    built.model->to(device_);
     const LoraConfig& lora = config_.train.lora;
+    {
+      // An adapter run's base comes whole from its checkpoint: nothing drawn, nothing resident before the
+      // load writes it (model/weight_init.h).
+      std::optional<SkipWeightInit> loaded_next;
+      if (lora.enabled()) loaded_next.emplace();
+      built.model = Transformer(config_.model);
+    }
+    built.model->to(device_);
     if (lora.enabled()) {
       if (!start.from)
         throw ConfigError("config", "train.lora.rank",
@@ -234,18 +241,19 @@ class TrainJob {
     Resumed resumed;
     if (start.from) {
       const CheckpointInfo& from = *start.from;
+      // The base, float32 as loaded, held in train.lora.base_dtype a weight at a time as it is read: each
+      // start quantizes the same values the same way, so a resumed run computes with the same base bits.
+      const TensorRead hold =
+          built.base ? hold_each_loaded(*built.model, config_.train.lora.base_dtype) : TensorRead{};
       if (built.base && !from.state.base) {
         // An adapter run's first start on a full checkpoint: its weights become the frozen base, the
         // adapters keep their fresh init and AdamW starts with them.
-        load_frozen_weights(from.dir, *built.model);
+        load_frozen_weights(from.dir, *built.model, hold);
         reset_dora_magnitudes(*built.model);
       } else {
-        load_model_weights(from, *built.model);
+        load_model_weights(from, *built.model, hold);
         load_optimizer_state(from.dir, *built.model, built.trainer->optimizer());
       }
-      // The base as loaded, float32, now held in train.lora.base_dtype: each start quantizes the same
-      // values the same way, so a resumed run computes with the same base bits.
-      if (built.base) hold_base_weights(*built.model, config_.train.lora.base_dtype);
       // An import without data starts its data from the beginning, and measures its initial loss on it.
       const bool awaiting = awaits_data(from.state);
       if (!awaiting) task.training_batches().restore(from.state.data);

@@ -142,14 +142,17 @@ struct RunBounds {
   }
 };
 
-RunBounds run_bounds(const fs::path& config_file, const fs::path& run) {
+// `trained` names the checkpoint file of what trains: the whole model, or an adapter run's adapters (the
+// parameters whose difference moves the loss).
+RunBounds run_bounds(const fs::path& config_file, const fs::path& run,
+                     const std::string& trained = "model.safetensors") {
   RunBounds b;
   b.config = load_config(config_file.string());
   const ModelConfig& m = b.config.model;
   const int64_t time = b.config.data.kind == DataKind::kText ? b.config.data.seq_len : m.max_seq_len;
   const int64_t rows = b.config.train.batch_size * b.config.train.grad_accum * time;  // positions per step
-  const NamedTensors weights = load_safetensors(
-      (run / "checkpoints" / checkpoint_name(b.config.train.steps) / "model.safetensors").string());
+  const NamedTensors weights =
+      load_safetensors((run / "checkpoints" / checkpoint_name(b.config.train.steps) / trained).string());
   int64_t largest = 0;
   for (const auto& [name, tensor] : weights) {
     b.parameters += tensor.numel();
@@ -201,10 +204,11 @@ bool noise_driven(const std::string& name) {
 
 // Largest |a - b| over the weights of the two runs' checkpoints after `step`; with `tolerant`, the
 // noise-driven tensors are left out (they are compared exactly when `tolerant` is false).
-double weight_difference(const fs::path& a, const fs::path& b, int64_t step = 20, bool tolerant = false) {
+double weight_difference(const fs::path& a, const fs::path& b, int64_t step = 20, bool tolerant = false,
+                         const std::string& file = "model.safetensors") {
   const std::string name = checkpoint_name(step);
-  const NamedTensors x = load_safetensors((a / "checkpoints" / name / "model.safetensors").string());
-  const NamedTensors y = load_safetensors((b / "checkpoints" / name / "model.safetensors").string());
+  const NamedTensors x = load_safetensors((a / "checkpoints" / name / file).string());
+  const NamedTensors y = load_safetensors((b / "checkpoints" / name / file).string());
   CATCH_REQUIRE(x.size() == y.size());
   double worst = 0.0;
   for (size_t i = 0; i < x.size(); ++i) {
@@ -257,6 +261,54 @@ CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on padded text with a
   CATCH_REQUIRE(at != std::string::npos);
   const size_t count = log.rfind(' ', at - 1) + 1;
   CATCH_CHECK(std::stoi(log.substr(count, at - count)) > 1);
+}
+
+// An adapter run on 2 ranks over the 1-rank base: every rank holds the same frozen base, only the adapters'
+// gradients are all-reduced (the log counts exactly their values), and the adapters take the steps of one
+// rank with the whole batch (losses, adapters to rounding, by the same bounds over what trains).
+CATCH_TEST_CASE("2 ranks x batch b equal 1 rank x batch 2b on LoRA adapters over a frozen base",
+                "[e2e][dist][numerics]") {
+  testing::ScratchDir scratch("dp_equal_lora");
+  const fs::path root = scratch.path;
+  const fs::path base_config = text_config(root, 4);
+  const Run base = causal_run(train_args(base_config, root / "base"), root, "base");
+  CATCH_INFO(base.err);
+  CATCH_REQUIRE(base.code == 0);
+  RunConfig lora = load_config(base_config.string());
+  lora.train.steps = 40;
+  lora.train.optimizer.lr = 0.01;
+  lora.train.lora.rank = 4;
+  lora.train.lora.alpha = 8.0;
+  lora.train.lora.targets = {"q", "v", "down"};
+  const fs::path config = write_config(root, "lora", config_to_string(lora));
+  const std::string from = "--resume " + (root / "base").string() + " ";
+  const Run one = causal_run(train_args(config, root / "one", from), root, "one");
+  CATCH_INFO(one.err);
+  CATCH_REQUIRE(one.code == 0);
+  const Run two = causal_run(train_args(config, root / "two", from + "--nproc 2"), root, "two");
+  CATCH_INFO(two.err);
+  CATCH_REQUIRE(two.code == 0);
+  CATCH_REQUIRE(testing::metrics_rows(root / "two", "train").front()["world_size"] == 2);
+
+  const fs::path last = root / "two" / "checkpoints" / checkpoint_name(40);
+  CATCH_REQUIRE_FALSE(fs::exists(last / "model.safetensors"));
+  int64_t adapter_values = 0;
+  for (const auto& [name, tensor] : load_safetensors((last / "adapter.safetensors").string())) {
+    CATCH_CHECK(name.find(".lora.") != std::string::npos);
+    adapter_values += tensor.numel();
+  }
+  // q (32 -> 32), v (32 -> 16) and down (hidden -> 32) of 2 layers, r 4: more than q and v alone.
+  CATCH_CHECK(adapter_values > 2 * 4 * ((32 + 32) + (32 + 16)));
+  CATCH_CHECK_THAT(testing::slurp(root / "two" / "log.txt"),
+                   Catch::Contains("of " + std::to_string(adapter_values) + " values in all"));
+
+  const RunBounds bounds = run_bounds(config, root / "one", "adapter.safetensors");
+  const double adapters =
+      weight_difference(root / "one", root / "two", 40, /*tolerant=*/false, "adapter.safetensors");
+  std::printf("LoRA, 2 ranks vs 1: max |loss diff| %.3g, max |adapter diff| %.3g (bound %.3g)\n",
+              loss_difference(root / "one", root / "two"), adapters, bounds.weights(20));
+  check_losses(root / "one", root / "two", bounds, /*same_until=*/20);
+  CATCH_CHECK(testing::scalars_close(adapters, 0.0, bounds.weights(20), "adapters after 20 steps"));
 }
 
 // Ranks split rows, and the rows carry their loss mask: the global valid-token count of every step is the

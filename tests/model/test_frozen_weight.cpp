@@ -7,7 +7,9 @@
 // Torch first: its glog macros must not replace Catch's.
 #include <catch2/catch.hpp>
 #include <map>
+#include <optional>
 
+#include "checkpoint/checkpoint.h"
 #include "config/config_io.h"
 #include "config/cost_model.h"
 #include "model/autocast_scope.h"
@@ -15,7 +17,9 @@
 #include "model/kv_cache.h"
 #include "model/lora.h"
 #include "model/transformer.h"
+#include "model/weight_init.h"
 #include "support/held_weights.h"
+#include "support/scratch_dir.h"
 #include "support/small_model.h"
 #include "support/training_steps.h"
 #include "task/objective.h"
@@ -169,6 +173,54 @@ CATCH_TEST_CASE("frozen weight: hold_weight stores the parameter in place, once,
   CATCH_CHECK(torch::equal(layer->dense_weight(), testing::held_values(before, BaseDtype::kQ4_1)));
   CATCH_CHECK_THROWS_WITH(layer->hold_weight(BaseDtype::kBf16), Catch::Contains("held in q4_1 already"));
   CATCH_CHECK_THROWS_WITH(layer->product_weight(c10::kCPU), Catch::Contains("has no whole product weight"));
+}
+
+// The invariant: a base held a weight at a time as it loads (hold_each_loaded, into a model built under
+// SkipWeightInit, as an adapter run builds it) holds the bits that loading it whole and then holding it
+// does, every product held and nothing else; the guard ends with its scope.
+CATCH_TEST_CASE("frozen weight: a base held as it loads holds what the loaded base held after does",
+                "[unit][lora]") {
+  testing::ScratchDir dir("held_as_loaded");
+  for (const ModelConfig& c : held_models()) {
+    torch::manual_seed(5);
+    Transformer base(c);
+    NamedTensors stored;
+    for (const auto& item : base->named_parameters()) stored.emplace_back(item.key(), item.value());
+    save_safetensors((dir.path / "model.safetensors").string(), stored);
+    for (const BaseDtype dtype : kHeld) {
+      CATCH_INFO(to_string(c.ffn) << " " << to_string(dtype));
+      const LoraConfig lora = held_targets(c, dtype);
+      Transformer after(c);
+      attach_lora(*after, lora);
+      load_frozen_weights(dir.path, *after);
+      hold_base_weights(*after, dtype);
+
+      std::optional<Transformer> streamed;
+      {
+        SkipWeightInit loaded_next;
+        CATCH_CHECK(!draws_initial_weights());
+        streamed.emplace(c);
+      }
+      CATCH_CHECK(draws_initial_weights());
+      attach_lora(**streamed, lora);
+      load_frozen_weights(dir.path, **streamed, hold_each_loaded(**streamed, dtype));
+
+      auto want = after->named_parameters();
+      int held = 0;
+      for (const auto& item : (*streamed)->named_parameters()) {
+        if (is_adapter_parameter(item.key())) continue;
+        CATCH_INFO(item.key());
+        CATCH_CHECK(item.value().scalar_type() == want[item.key()].scalar_type());
+        CATCH_CHECK(torch::equal(item.value(), want[item.key()]));
+        held += item.value().scalar_type() != torch::kFloat;
+      }
+      int products = 0;
+      for (const auto& item : (*streamed)->named_modules("", false))
+        if (auto* product = dynamic_cast<LinearImpl*>(item.value().get())) products += product->held();
+      CATCH_CHECK(held == products);
+      CATCH_CHECK(held >= 5);
+    }
+  }
 }
 
 // The invariant: a model whose base is held computes what the plain float32 model over the held values

@@ -1,0 +1,17 @@
+// Skipping the initial draws of a model to be loaded (see weight_init.h).
+#include "model/weight_init.h"
+
+namespace causal {
+namespace {
+
+thread_local bool skip_draws = false;
+
+}  // namespace
+
+SkipWeightInit::SkipWeightInit() : before_(skip_draws) { skip_draws = true; }
+
+SkipWeightInit::~SkipWeightInit() { skip_draws = before_; }
+
+bool draws_initial_weights() { return !skip_draws; }
+
+}  // namespace causal
