@@ -8,7 +8,7 @@ thread_local bool skip_draws = false;
 
 }  // namespace
 
-SkipWeightInit::SkipWeightInit() : before_(skip_draws) { skip_draws = true; }
+SkipWeightInit::SkipWeightInit(bool skip) : before_(skip_draws) { skip_draws = skip_draws || skip; }
 
 SkipWeightInit::~SkipWeightInit() { skip_draws = before_; }
 

@@ -9,10 +9,12 @@ namespace causal {
 
 // For its lifetime, on this thread, the model's constructors leave their weights as allocated: random,
 // uninitialised values that something must overwrite before a forward. Norm scales (ones) and biases
-// (zeros) are still set: they are small and no draw.
+// (zeros) are still set: they are small and no draw. So is the frontend's Embedding, which draws its own
+// init in its constructor (a table that is loaded as float32 anyway). With `skip` false it changes nothing,
+// for a caller that skips only sometimes.
 class SkipWeightInit {
  public:
-  SkipWeightInit();
+  explicit SkipWeightInit(bool skip = true);
   ~SkipWeightInit();
   SkipWeightInit(const SkipWeightInit&) = delete;
   SkipWeightInit& operator=(const SkipWeightInit&) = delete;

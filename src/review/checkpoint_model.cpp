@@ -2,7 +2,6 @@
 #include "review/checkpoint_model.h"
 
 #include <filesystem>
-#include <optional>
 #include <set>
 
 #include "checkpoint/checkpoint_retry.h"
@@ -88,9 +87,9 @@ CheckpointModel load_checkpoint_model(const std::string& run_dir, const std::str
     loaded.device = resolve_device(loaded.config.device);
     const bool adapters = loaded.config.train.lora.enabled();
     {
-      // Base + adapters are loaded whole: nothing drawn, held a weight at a time (model/weight_init.h).
-      std::optional<SkipWeightInit> loaded_next;
-      if (adapters) loaded_next.emplace();
+      // Base + adapters are loaded whole: no product weight drawn, each held as it is read
+      // (model/weight_init.h).
+      const SkipWeightInit loaded_next(adapters);
       loaded.model = Transformer(loaded.config.model);
     }
     if (adapters) attach_lora(*loaded.model, loaded.config.train.lora);

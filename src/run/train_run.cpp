@@ -176,10 +176,9 @@ class TrainJob {
     torch::manual_seed(static_cast<uint64_t>(config_.seed));
     const LoraConfig& lora = config_.train.lora;
     {
-      // An adapter run's base comes whole from its checkpoint: nothing drawn, nothing resident before the
-      // load writes it (model/weight_init.h).
-      std::optional<SkipWeightInit> loaded_next;
-      if (lora.enabled()) loaded_next.emplace();
+      // An adapter run's base comes whole from its checkpoint: its product weights are neither drawn nor
+      // resident before the load writes them (model/weight_init.h).
+      const SkipWeightInit loaded_next(lora.enabled());
       built.model = Transformer(config_.model);
     }
     built.model->to(device_);

@@ -197,8 +197,16 @@ CATCH_TEST_CASE("frozen weight: a base held as it loads holds what the loaded ba
 
       std::optional<Transformer> streamed;
       {
-        SkipWeightInit loaded_next;
+        const SkipWeightInit unchanged(false);
+        CATCH_CHECK(draws_initial_weights());
+      }
+      {
+        const SkipWeightInit loaded_next;
         CATCH_CHECK(!draws_initial_weights());
+        {
+          const SkipWeightInit nested(false);  // an inner scope that does not skip keeps the outer's skip
+          CATCH_CHECK(!draws_initial_weights());
+        }
         streamed.emplace(c);
       }
       CATCH_CHECK(draws_initial_weights());
